@@ -1,0 +1,239 @@
+"""The model-set file: measured (or published) acceptance rates and costs of a cascade's models.
+
+This is the one exchange format of the project: ``realrun.measure`` writes it,
+``csd recommend --from FILE``, ``csd evaluate FILE`` and ``csd simulate FILE`` read it,
+and the presets in ``ewif/presets/`` use it. JSON or YAML (by extension)::
+
+    schema: csd.models/1
+    models: [target, base, small, mag]     # index 0 is the target, largest first
+    cost: [1.0, 0.0227, 0.0070, 0.0]       # one forward pass relative to the target's
+    cost_per_token: [0, 0, 0, 0]           # optional: pass cost = cost + cost_per_token·m
+    alpha:                                 # lenience -> (n+1)×(n+1) matrix
+      "1": [[null, 0.73, 0.65, 0.40],      # alpha[r][j]: reviewer r accepts a token of j
+            [null, null, 0.80, 0.50],      # (only r < j is read; null = not measured)
+            [null, null, null, 0.55],
+            [null, null, null, null]]
+      "3": [...]                            # the target row (r = 0) must not depend on lenience
+    alpha_by_position: {"0,1": [0.8, 0.74, ...]}   # optional, measured decay curves
+    cascade: {models: [target, base, mag], K: [[2, 10], [0, 10]], lenience: 3}  # optional
+    metadata: {source: "...", notes: "..."}
+
+``alpha`` may also be a single matrix, meaning lenience 1.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ewif import _validate
+
+SCHEMA = "csd.models/1"
+
+
+@dataclass(frozen=True)
+class CascadeChoice:
+    """A chosen configuration inside a model set: which models (target first), K, lenience."""
+
+    models: tuple[str, ...]
+    K: np.ndarray
+    lenience: float = 1.0
+
+
+@dataclass(frozen=True)
+class ModelSet:
+    """Acceptance rates and costs of a family of models sharing one vocabulary.
+
+    ``alpha[l][r, j]`` is the probability that model ``r`` accepts a token proposed by
+    model ``j`` (``r < j``) when reviewing with lenience ``l``; NaN where unknown.
+    """
+
+    models: tuple[str, ...]
+    cost: np.ndarray
+    cost_per_token: np.ndarray
+    alpha: dict[float, np.ndarray]
+    alpha_by_position: dict[tuple[int, int], np.ndarray] = field(default_factory=dict)
+    cascade: CascadeChoice | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        n1 = len(self.models)
+        if n1 < 2:
+            raise ValueError(f"models must name the target and at least one drafter, got {self.models!r}")
+        if len(set(self.models)) != n1:
+            raise ValueError(f"models must have distinct names, got {self.models!r}")
+        _validate.same_length(models=self.models, cost=self.cost, cost_per_token=self.cost_per_token)
+        _validate.costs("cost", self.cost)
+        _validate.costs("cost_per_token", self.cost_per_token)
+        if self.cost[0] != 1.0:
+            raise ValueError(f"cost[0] (the target) must be 1, got {self.cost[0]!r}")
+        if not self.alpha:
+            raise ValueError("alpha must hold at least one matrix")
+        target_rows = []
+        for lenience, matrix in self.alpha.items():
+            if not (math.isfinite(lenience) and lenience >= 1.0):
+                raise ValueError(f"lenience must be a finite number >= 1, got {lenience!r}")
+            if matrix.shape != (n1, n1):
+                raise ValueError(
+                    f"alpha[{lenience:g}] must be a {n1}x{n1} matrix (one row and column per "
+                    f"model), got shape {matrix.shape}"
+                )
+            upper = matrix[np.triu_indices(n1, 1)]
+            known = upper[~np.isnan(upper)]
+            _validate.probabilities(f"alpha[{lenience:g}]", known)
+            target_rows.append(matrix[0])
+        for row in target_rows[1:]:
+            if not np.array_equal(row, target_rows[0], equal_nan=True):
+                raise ValueError(
+                    "alpha row 0 (the target's reviews) must be the same for every lenience: "
+                    "lenience is never applied at the target"
+                )
+
+    @property
+    def leniences(self) -> tuple[float, ...]:
+        return tuple(sorted(self.alpha))
+
+    def index(self, name: str) -> int:
+        try:
+            return self.models.index(name)
+        except ValueError:
+            raise ValueError(f"unknown model {name!r}; this set has {list(self.models)}") from None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "schema": SCHEMA,
+            "models": list(self.models),
+            "cost": self.cost.tolist(),
+            "cost_per_token": self.cost_per_token.tolist(),
+            "alpha": {f"{len_:g}": _matrix_out(m) for len_, m in sorted(self.alpha.items())},
+        }
+        if self.alpha_by_position:
+            out["alpha_by_position"] = {
+                f"{r},{j}": v.tolist() for (r, j), v in sorted(self.alpha_by_position.items())
+            }
+        if self.cascade is not None:
+            out["cascade"] = {
+                "models": list(self.cascade.models),
+                "K": self.cascade.K.tolist(),
+                "lenience": self.cascade.lenience,
+            }
+        out["metadata"] = self.metadata
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Any, source: str = "model set") -> ModelSet:
+        if not isinstance(data, dict):
+            raise ValueError(f"{source}: expected a mapping at the top level, got {type(data).__name__}")
+        schema = data.get("schema", SCHEMA)
+        if schema != SCHEMA:
+            raise ValueError(f"{source}: schema must be {SCHEMA!r}, got {schema!r}")
+        for key in ("models", "cost", "alpha"):
+            if key not in data:
+                raise ValueError(f"{source}: missing required key {key!r}")
+        models = data["models"]
+        if not isinstance(models, list) or not all(isinstance(m, str) for m in models):
+            raise ValueError(f"{source}: models must be a list of names, got {models!r}")
+        n1 = len(models)
+        cost = _validate.costs(f"{source}: cost", data["cost"])
+        cpt = _validate.costs(
+            f"{source}: cost_per_token", data.get("cost_per_token", [0.0] * n1)
+        )
+        raw_alpha = data["alpha"]
+        if isinstance(raw_alpha, list):
+            raw_alpha = {"1": raw_alpha}
+        if not isinstance(raw_alpha, dict):
+            raise ValueError(f"{source}: alpha must be a matrix or a mapping lenience -> matrix")
+        alpha = {}
+        for key, matrix in raw_alpha.items():
+            try:
+                lenience = float(key)
+            except ValueError:
+                raise ValueError(f"{source}: alpha key {key!r} is not a lenience number") from None
+            alpha[lenience] = _matrix_in(f"{source}: alpha[{key}]", matrix)
+        by_pos = {}
+        for key, curve in (data.get("alpha_by_position") or {}).items():
+            try:
+                r, j = (int(s) for s in str(key).split(","))
+            except ValueError:
+                raise ValueError(
+                    f"{source}: alpha_by_position key {key!r} must be 'r,j' (two model indices)"
+                ) from None
+            by_pos[(r, j)] = _validate.probabilities(f"{source}: alpha_by_position[{key}]", curve)
+        choice = None
+        if data.get("cascade") is not None:
+            c = data["cascade"]
+            if not isinstance(c, dict) or "models" not in c or "K" not in c:
+                raise ValueError(f"{source}: cascade must be a mapping with 'models' and 'K'")
+            choice = CascadeChoice(
+                models=tuple(c["models"]),
+                K=_validate.counts(f"{source}: cascade.K", c["K"]),
+                lenience=float(c.get("lenience", 1.0)),
+            )
+        try:
+            return cls(
+                models=tuple(models),
+                cost=cost,
+                cost_per_token=cpt,
+                alpha=alpha,
+                alpha_by_position=by_pos,
+                cascade=choice,
+                metadata=dict(data.get("metadata") or {}),
+            )
+        except ValueError as exc:
+            raise ValueError(f"{source}: {exc}") from None
+
+
+def load(path: str | Path) -> ModelSet:
+    """Read a model-set file (``.json``, ``.yaml`` or ``.yml``)."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise ValueError(f"cannot read model-set file {str(path)!r}: {exc.strerror}") from None
+    if path.suffix.lower() in (".yaml", ".yml"):
+        import yaml
+
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            raise ValueError(f"{path}: not valid YAML ({exc})") from None
+    else:
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
+    return ModelSet.from_dict(data, source=str(path))
+
+
+def save(model_set: ModelSet, path: str | Path) -> Path:
+    """Write a model-set file as JSON (or YAML for a ``.yaml``/``.yml`` path)."""
+    path = Path(path)
+    data = model_set.to_dict()
+    if path.suffix.lower() in (".yaml", ".yml"):
+        import yaml
+
+        path.write_text(yaml.safe_dump(data, sort_keys=False))
+    else:
+        path.write_text(json.dumps(data, indent=2) + "\n")
+    return path
+
+
+def _matrix_in(name: str, matrix: Any) -> np.ndarray:
+    if not isinstance(matrix, list) or not all(isinstance(row, list) for row in matrix):
+        raise ValueError(f"{name} must be a list of rows, got {matrix!r}")
+    rows = [[math.nan if v is None else v for v in row] for row in matrix]
+    if len({len(r) for r in rows}) > 1:
+        raise ValueError(f"{name} rows must all have the same length")
+    try:
+        return np.asarray(rows, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must hold numbers or null, got {matrix!r}") from None
+
+
+def _matrix_out(matrix: np.ndarray) -> list[list[float | None]]:
+    return [[None if math.isnan(v) else float(v) for v in row] for row in matrix]

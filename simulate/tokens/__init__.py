@@ -1,0 +1,7 @@
+"""Token-level cascade speculative drafting, shared by synthetic and real models.
+
+One implementation of Algorithm 1 over next-token distributions, written against the
+small model interface in :mod:`simulate.tokens.interface`. ``simulate`` runs it on
+seeded synthetic language models to check losslessness; ``realrun`` runs the very same
+code on Hugging Face models.
+"""
