@@ -64,10 +64,14 @@ class ModelSet:
     def __post_init__(self) -> None:
         n1 = len(self.models)
         if n1 < 2:
-            raise ValueError(f"models must name the target and at least one drafter, got {self.models!r}")
+            raise ValueError(
+                f"models must name the target and at least one drafter, got {self.models!r}"
+            )
         if len(set(self.models)) != n1:
             raise ValueError(f"models must have distinct names, got {self.models!r}")
-        _validate.same_length(models=self.models, cost=self.cost, cost_per_token=self.cost_per_token)
+        _validate.same_length(
+            models=self.models, cost=self.cost, cost_per_token=self.cost_per_token
+        )
         _validate.costs("cost", self.cost)
         _validate.costs("cost_per_token", self.cost_per_token)
         if self.cost[0] != 1.0:
@@ -128,7 +132,9 @@ class ModelSet:
     @classmethod
     def from_dict(cls, data: Any, source: str = "model set") -> ModelSet:
         if not isinstance(data, dict):
-            raise ValueError(f"{source}: expected a mapping at the top level, got {type(data).__name__}")
+            raise ValueError(
+                f"{source}: expected a mapping at the top level, got {type(data).__name__}"
+            )
         schema = data.get("schema", SCHEMA)
         if schema != SCHEMA:
             raise ValueError(f"{source}: schema must be {SCHEMA!r}, got {schema!r}")
