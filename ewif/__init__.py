@@ -3,6 +3,10 @@
 numpy/scipy/sympy only; never imports torch.
 """
 
+from ewif.horizontal import HorizontalGradient, horizontal_ewif, horizontal_gradient
 from ewif.pgf import Pgf
+from ewif.theorems import T, best_k, phi, review, sd_ewif, vertical_c2_threshold, vertical_ewif
 
 __all__ = ["Pgf"]
+__all__ += ["T", "best_k", "phi", "review", "sd_ewif", "vertical_c2_threshold", "vertical_ewif"]
+__all__ += ["HorizontalGradient", "horizontal_ewif", "horizontal_gradient"]

@@ -1,0 +1,144 @@
+"""Calibration plot: ewif's predicted speedup against the speedup measured by ``csd realrun``.
+
+For every method of a ``csd.results/1`` run (see :mod:`ewif.results`) that has a prediction,
+the point (x, y) = (``predicted_speedup``, ``speedup``) is drawn: x is the EWIF of the
+configuration for the measured α and c (the renewal-reward ratio E[tokens]/E[cost] of the
+``Cascade`` docstring), y is ``tokens_per_s / tokens_per_s(AR)`` measured side by side.
+A perfect model puts every point on the line y = x. Each point is annotated with its
+signed relative error ``predicted / measured − 1``.
+
+The SWI point (``predicted_speedup``, ``swi``) of the same method is drawn too: SWI counts
+the passes that really ran and prices them with the measured cost coefficients, so
+
+* SWI ≈ predicted, measured off the line → the *cost model* (per-pass overhead, c) is off;
+* SWI off the line as well → the *acceptance model* (i.i.d. α) is off.
+
+Methods with no prediction (transformers' own baselines) are drawn as horizontal reference
+lines at their measured speedup.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ewif import results as _results
+from ewif.plotting import style
+
+
+@dataclass(frozen=True)
+class CalibrationPoint:
+    """One method of a run: prediction, measurement, SWI and the signed relative error."""
+
+    name: str
+    kind: str
+    predicted: float | None
+    measured: float | None
+    swi: float | None
+
+    @property
+    def error(self) -> float | None:
+        """``predicted / measured − 1`` (None if either is unknown or measured is 0)."""
+        if self.predicted is None or not self.measured:
+            return None
+        return self.predicted / self.measured - 1.0
+
+
+def calibration_points(results: _results.Results | str | os.PathLike[str]) -> list[CalibrationPoint]:
+    """The calibration data of a run (a :class:`~ewif.results.Results` or a results-file path).
+
+    A path is read and validated by :func:`ewif.results.load`, so a file of another schema
+    raises ``ValueError`` naming the schema found.
+    """
+    run = _as_results(results)
+    return [
+        CalibrationPoint(m.name, m.kind, m.predicted_speedup, m.speedup, m.swi)
+        for m in run.methods
+    ]
+
+
+def plot_calibration(
+    results: _results.Results | str | os.PathLike[str],
+    path: str | os.PathLike[str] | None = None,
+    *,
+    title: str | None = None,
+) -> Any:
+    """Draw predicted vs measured speedup (and SWI) of a run; save to ``path`` if given.
+
+    Returns the :class:`matplotlib.figure.Figure`. Raises ``ValueError`` for an unwritable
+    path or unknown suffix (checked first), a wrong-schema file, or a run in which no
+    method has both a prediction and a measured speedup.
+    """
+    if path is not None:
+        path = style.output_path(path)
+    run = _as_results(results)
+    points = calibration_points(run)
+    paired = [p for p in points if p.predicted is not None and p.measured is not None]
+    if not paired:
+        raise ValueError(
+            "results: no method has both predicted_speedup and speedup, nothing to calibrate"
+        )
+    unpredicted = [p for p in points if p.predicted is None and p.measured is not None]
+
+    errors = [abs(p.error) for p in paired if p.kind != "autoregressive"]
+    summary = (f"|predicted/measured − 1|: mean {sum(errors) / len(errors):.1%}, "
+               f"max {max(errors):.1%} over {len(errors)} method(s)") if errors else ""
+    fig, ax = style.figure(
+        title or f"Predicted vs measured speedup — {run.family}, {run.device}\n{summary}",
+        "predicted speedup: EWIF (× autoregressive)",
+        "measured speedup (× autoregressive tokens/s)",
+    )
+    values = [v for p in points for v in (p.predicted, p.measured, p.swi) if v is not None]
+    top = max(values) * 1.12
+    bottom = min(0.0, min(values))
+    ax.fill_between([bottom, top], [bottom / 1.1, top / 1.1], [bottom / 0.9, top / 0.9],
+                    color="0.88", linewidth=0.0,
+                    label="|predicted/measured − 1| ≤ 10 %")
+    ax.plot([bottom, top], [bottom, top], color="0.35", linestyle="--", linewidth=1.0,
+            label="y = x (perfect prediction)")
+    for i, p in enumerate(unpredicted):
+        ax.axhline(p.measured, color=style.COLOURS[(i + 3) % len(style.COLOURS)],
+                   linestyle=style.LINESTYLES[(i + 2) % len(style.LINESTYLES)], linewidth=1.0,
+                   label=f"{p.name} (measured, no prediction)")
+    ax.plot([p.predicted for p in paired], [p.measured for p in paired],
+            label="measured (wall-clock)", **_no_caps(0))
+    with_swi = [p for p in paired if p.swi is not None]
+    if with_swi:
+        ax.plot([p.predicted for p in with_swi], [p.swi for p in with_swi],
+                label="SWI (counted passes × measured c)", **_no_caps(1))
+        for p in with_swi:
+            ax.plot([p.predicted, p.predicted], [p.measured, p.swi], color="0.55",
+                    linestyle=":", linewidth=0.9)
+    for i, p in enumerate(paired):
+        right = p.predicted > bottom + 0.6 * (top - bottom)
+        text = p.name if p.kind == "autoregressive" else f"{p.name}\n{p.error:+.1%}"
+        ax.annotate(text, (p.predicted, p.measured), fontsize="x-small",
+                    xytext=(-8 if right else 8, 8 if i % 2 else -8), textcoords="offset points",
+                    ha="right" if right else "left", va="bottom" if i % 2 else "top")
+    ax.set_xlim(bottom, top)
+    ax.set_ylim(bottom, top)
+    style.finish(ax, loc="lower right")
+    if path is not None:
+        style.save(fig, path)
+    return fig
+
+
+def _as_results(results: _results.Results | str | os.PathLike[str]) -> _results.Results:
+    if isinstance(results, _results.Results):
+        return results
+    if isinstance(results, (str, os.PathLike)):
+        return _results.load(Path(results))
+    raise TypeError(
+        f"results must be an ewif.results.Results or a path to a csd.results/1 file, "
+        f"got {type(results).__name__}"
+    )
+
+
+def _no_caps(i: int) -> dict[str, Any]:
+    """``style.points`` for ``ax.plot`` (which has no error-bar keywords)."""
+    kw = style.points(i)
+    kw.pop("capsize")
+    kw.pop("elinewidth")
+    return kw

@@ -1,0 +1,180 @@
+"""EWIF against draft length for plain SD, the vertical cascade and the horizontal cascade.
+
+Two drafters below the target: ``d1`` (a small neural model, acceptance ``alpha1`` by the
+target, cost ``c1``) and ``d2`` (e.g. Max-Gram, acceptance ``alpha2`` by the target, cost
+``c2``, acceptance ``alpha12`` by ``d1``). For each draft length k = 0..k_max the curves are
+
+* **SD** (Corollary 4.2): ``sd_ewif(alpha1, k, c1)`` — d1 drafts k tokens autoregressively;
+  also SD with d2 alone when ``alpha2`` is given.
+* **vertical** (Theorem 4.3, n-th *power* φ^n — see ``ewif.theorems.vertical_ewif``): the
+  target reviews n = k rounds of d1, each round d1 reviewing a k'-token draft of d2; k' is
+  chosen best for each n over 1..``inner_k_max``. The x value n is the step size of SD it is
+  compared with in Corollary 4.4.
+* **horizontal** (Theorem 4.5): k draft positions, the first k1 from d1 and the remaining
+  k − k1 from d2, with position-dependent acceptance and cost; k1 is chosen best for each k.
+
+k = 0 is autoregressive decoding (EWIF 1) for every curve. Each curve's optimum over the
+plotted range is marked with a star and given in the legend; SD's exact optimum
+(``ewif.theorems.best_k``) is always inside the range (the range is widened to hold it, up
+to :data:`MAX_K`); where no finite optimum exists (c = 0) the star sits at the range edge
+and the legend says so.
+All numbers come from :mod:`ewif.theorems` and :mod:`ewif.horizontal`; nothing is
+re-derived here.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ewif import _validate
+from ewif.horizontal import horizontal_ewif
+from ewif.plotting import style
+from ewif.theorems import best_k, sd_ewif, vertical_ewif
+
+MAX_K = 200
+
+
+@dataclass(frozen=True)
+class Curve:
+    """One curve of the plot: EWIF at k = 0..k_max and its optimum over that range.
+
+    ``inner[i]`` is the inner choice behind ``ewif[i]`` (vertical: the best k'; horizontal:
+    the best k1; SD: k itself).
+    """
+
+    label: str
+    k: np.ndarray
+    ewif: np.ndarray
+    inner: np.ndarray
+
+    @property
+    def best_index(self) -> int:
+        return int(np.argmax(self.ewif))
+
+    @property
+    def best_k(self) -> int:
+        return int(self.k[self.best_index])
+
+    @property
+    def best_ewif(self) -> float:
+        return float(self.ewif[self.best_index])
+
+
+def ewif_vs_k_curves(
+    alpha1: float,
+    c1: float,
+    *,
+    alpha2: float | None = None,
+    c2: float = 0.0,
+    alpha12: float | None = None,
+    k_max: int = 20,
+    inner_k_max: int = 30,
+) -> list[Curve]:
+    """The curves of :func:`plot_ewif_vs_k` (SD with d1, [SD with d2], [vertical], [horizontal]).
+
+    ``alpha12`` enables the vertical curve, ``alpha2`` the horizontal curve and SD with d2.
+    """
+    alpha1 = _validate.probability("alpha1", alpha1)
+    c1 = _validate.cost("c1", c1)
+    c2 = _validate.cost("c2", c2)
+    k_max = _validate.count("k_max", k_max, minimum=1)
+    inner_k_max = _validate.count("inner_k_max", inner_k_max, minimum=1)
+    if alpha2 is not None:
+        alpha2 = _validate.probability("alpha2", alpha2)
+    if alpha12 is not None:
+        alpha12 = _validate.probability("alpha12", alpha12)
+    k_max = max(k_max, _sd_optimum(alpha1, c1) + 2)
+    if alpha2 is not None:
+        k_max = max(k_max, _sd_optimum(alpha2, c2) + 2)
+    k_max = min(k_max, MAX_K)
+    ks = np.arange(k_max + 1)
+
+    curves = [Curve(f"SD, drafter 1 (α={alpha1:g}, c={c1:g})", ks,
+                    np.asarray(sd_ewif(alpha1, ks, c1), dtype=float), ks)]
+    if alpha2 is not None:
+        curves.append(Curve(f"SD, drafter 2 (α={alpha2:g}, c={c2:g})", ks,
+                            np.asarray(sd_ewif(alpha2, ks, c2), dtype=float), ks))
+    if alpha12 is not None:
+        inner = np.arange(1, inner_k_max + 1)
+        table = np.asarray(vertical_ewif(alpha1, alpha12, inner[None, :], ks[:, None], c1, c2))
+        best = np.argmax(table, axis=1)
+        best[0] = -1  # n = 0 is autoregressive: no inner draft
+        curves.append(Curve(
+            f"vertical: n rounds of d1 over d2 (α'={alpha12:g}, c2={c2:g})", ks,
+            table[ks, best], np.where(ks == 0, 0, inner[best]),
+        ))
+    if alpha2 is not None:
+        values, splits = [], []
+        for k in ks:
+            first = np.arange(k + 1)[:, None] > np.arange(k)[None, :]  # row k1: d1 at i < k1
+            options = np.atleast_1d(horizontal_ewif(np.where(first, alpha1, alpha2),
+                                                    np.where(first, c1, c2)))
+            splits.append(int(np.argmax(options)))
+            values.append(float(options[splits[-1]]))
+        curves.append(Curve("horizontal: first k1 positions d1, rest d2", ks,
+                            np.asarray(values), np.asarray(splits)))
+    return curves
+
+
+def plot_ewif_vs_k(
+    alpha1: float,
+    c1: float,
+    path: str | os.PathLike[str] | None = None,
+    *,
+    alpha2: float | None = None,
+    c2: float = 0.0,
+    alpha12: float | None = None,
+    k_max: int = 20,
+    inner_k_max: int = 30,
+    title: str | None = None,
+) -> Any:
+    """Plot EWIF against draft length (see the module docstring); save to ``path`` if given.
+
+    Returns the :class:`matplotlib.figure.Figure`. The path is checked before computing.
+    """
+    from matplotlib.ticker import MaxNLocator
+
+    if path is not None:
+        path = style.output_path(path)
+    curves = ewif_vs_k_curves(alpha1, c1, alpha2=alpha2, c2=c2, alpha12=alpha12,
+                              k_max=k_max, inner_k_max=inner_k_max)
+    fig, ax = style.figure(
+        title or "EWIF against draft length (★ = optimum of each curve)",
+        "draft length k (SD: tokens; vertical: rounds n of drafter 1; horizontal: positions)",
+        "EWIF (× autoregressive speed)",
+    )
+    for i, curve in enumerate(curves):
+        ax.plot(curve.k, curve.ewif, label=f"{curve.label}\n    ★ best {_describe(curve)}",
+                markevery=max(1, len(curve.k) // 20), **style.line(i))
+        ax.plot([curve.best_k], [curve.best_ewif], **style.optimum(i))
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.axhline(1.0, color="0.5", linewidth=0.8, linestyle=(0, (1, 2)))
+    ax.set_xlim(0, int(curves[0].k[-1]))
+    ax.set_ylim(bottom=0)
+    style.finish(ax, loc="lower right")
+    if path is not None:
+        style.save(fig, path)
+    return fig
+
+
+def _describe(curve: Curve) -> str:
+    at_edge = " (range edge)" if curve.best_index == len(curve.k) - 1 else ""
+    if curve.label.startswith("vertical"):
+        where = f"n={curve.best_k}, k'={int(curve.inner[curve.best_index])}"
+    elif curve.label.startswith("horizontal"):
+        where = f"k={curve.best_k}, k1={int(curve.inner[curve.best_index])}"
+    else:
+        where = f"k={curve.best_k}"
+    return f"{where}: {curve.best_ewif:.3f}{at_edge}"
+
+
+def _sd_optimum(alpha: float, c: float) -> int:
+    """SD's exact optimal k, or 0 where ``best_k`` finds no finite optimum (c = 0)."""
+    try:
+        return int(best_k(alpha, c)[0])
+    except ValueError:
+        return 0

@@ -1,0 +1,164 @@
+"""The one figure style shared by every plot of the project.
+
+Every figure is built here so that all of them look alike and stay readable when printed
+in greyscale: each series differs by line style *and* marker *and* a colour of distinct
+lightness (Okabe–Ito, colour-blind safe), heat maps use ``cividis`` (lightness increases
+monotonically), bars carry hatching. Figures are plain :class:`matplotlib.figure.Figure`
+objects drawn on an Agg canvas — never ``pyplot`` — so they render headless, hold no
+global state and work the same in a script, a test or a notebook.
+
+Typical use inside a plotting function::
+
+    path = style.output_path(path)            # fail fast, before any computation
+    fig, ax = style.figure("Title", "draft length k (tokens)", "EWIF (× autoregressive)")
+    ax.plot(x, y, label="SD", **style.line(0))
+    ax.errorbar(x, y, yerr, label="simulated", **style.points(1))
+    style.finish(ax)
+    style.save(fig, path)
+
+Size contract: :func:`save` writes exactly ``width × height`` inches at ``dpi`` — no tight
+bounding box — so a PNG written with the defaults is :data:`DEFAULT_SIZE` × :data:`DPI`
+= 960 × 630 pixels (tests rely on it).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+SUFFIXES = (".png", ".svg", ".pdf")
+DEFAULT_SIZE = (6.4, 4.2)  # inches
+DPI = 150
+CMAP = "cividis"
+
+# Okabe–Ito colours ordered so neighbours differ in lightness; black first.
+COLOURS = ("#000000", "#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00")
+LINESTYLES = ("-", "--", ":", "-.", (0, (5, 1, 1, 1, 1, 1)), (0, (1, 3)), (0, (8, 2)))
+MARKERS = ("o", "s", "^", "D", "v", "P", "X")
+HATCHES = ("", "//", "..", "xx", "\\\\", "++", "oo")
+
+
+def output_path(path: str | os.PathLike[str]) -> Path:
+    """Check that a figure can be written to ``path``; return it as a :class:`Path`.
+
+    The suffix chooses the format (``.png``, ``.svg`` or ``.pdf``, any case); the parent
+    folder must exist and be writable and ``path`` must not be a folder. Raises
+    ``ValueError`` naming the path and what is allowed.
+    """
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path must be a file path (str or os.PathLike), got {path!r}")
+    p = Path(path)
+    if p.suffix.lower() not in SUFFIXES:
+        raise ValueError(
+            f"cannot write figure {str(p)!r}: "
+            + (f"unknown suffix {p.suffix!r}" if p.suffix else "no suffix")
+            + f"; use one of {', '.join(SUFFIXES)}"
+        )
+    parent = p.parent if str(p.parent) else Path(".")
+    if p.is_dir():
+        raise ValueError(f"cannot write figure {str(p)!r}: it is a folder")
+    if not parent.is_dir():
+        raise ValueError(f"cannot write figure {str(p)!r}: folder {str(parent)!r} does not exist")
+    if not os.access(parent, os.W_OK) or (p.exists() and not os.access(p, os.W_OK)):
+        raise ValueError(f"cannot write figure {str(p)!r}: permission denied")
+    return p
+
+
+def figure(
+    title: str,
+    xlabel: str,
+    ylabel: str,
+    *,
+    size: tuple[float, float] = DEFAULT_SIZE,
+    ncols: int = 1,
+) -> tuple[Any, Any]:
+    """A new headless figure with a title and labelled axes; returns ``(fig, ax)``.
+
+    Labels should carry units, e.g. ``"draft position i (tokens)"``. With ``ncols > 1``,
+    ``ax`` is a tuple of axes side by side sharing the x label; ``title`` is the figure's
+    title and each axes gets the y label (set per-axes titles yourself).
+    """
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=size, dpi=DPI, layout="constrained")
+    FigureCanvasAgg(fig)
+    axes = tuple(fig.subplots(1, ncols, squeeze=False)[0])
+    for ax in axes:
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(ylabel)
+        ax.grid(True, color="0.85", linewidth=0.6)
+        ax.set_axisbelow(True)
+    if ncols == 1:
+        axes[0].set_title(title)
+        return fig, axes[0]
+    fig.suptitle(title)
+    return fig, axes
+
+
+def line(i: int) -> dict[str, Any]:
+    """Keyword arguments for ``ax.plot`` of the ``i``-th series (line + sparse markers)."""
+    j = i % len(COLOURS)
+    return {
+        "color": COLOURS[j],
+        "linestyle": LINESTYLES[j],
+        "marker": MARKERS[j],
+        "markersize": 4.5,
+        "linewidth": 1.6,
+        "markerfacecolor": "white" if j % 2 else COLOURS[j],
+    }
+
+
+def points(i: int) -> dict[str, Any]:
+    """Keyword arguments for ``ax.errorbar``/``ax.plot`` of measured or simulated points."""
+    j = i % len(COLOURS)
+    return {
+        "color": COLOURS[j],
+        "linestyle": "none",
+        "marker": MARKERS[j],
+        "markersize": 6,
+        "markerfacecolor": "white" if j % 2 else COLOURS[j],
+        "markeredgewidth": 1.2,
+        "capsize": 3,
+        "elinewidth": 1.0,
+    }
+
+
+def optimum(i: int) -> dict[str, Any]:
+    """Keyword arguments for ``ax.plot`` of a single highlighted optimum (a large star)."""
+    j = i % len(COLOURS)
+    return {
+        "color": COLOURS[j],
+        "linestyle": "none",
+        "marker": "*",
+        "markersize": 14,
+        "markeredgecolor": "black",
+        "markeredgewidth": 0.8,
+        "zorder": 5,
+    }
+
+
+def bar(i: int) -> dict[str, Any]:
+    """Keyword arguments for ``ax.bar`` of the ``i``-th group: fill colour plus hatching."""
+    j = i % len(COLOURS)
+    return {"color": COLOURS[j], "hatch": HATCHES[j], "edgecolor": "black", "linewidth": 0.6}
+
+
+def finish(ax: Any, *, legend: bool = True, loc: str = "best") -> None:
+    """Final touches on one axes: a framed legend of the labelled artists, if any."""
+    if legend and ax.get_legend_handles_labels()[0]:
+        ax.legend(loc=loc, frameon=True, framealpha=0.9, fontsize="small")
+
+
+def save(fig: Any, path: str | os.PathLike[str]) -> Path:
+    """Write ``fig`` to ``path`` in the format its suffix names; returns the path.
+
+    Unwritable paths and unknown suffixes raise ``ValueError`` (see :func:`output_path`).
+    """
+    p = output_path(path)
+    try:
+        fig.savefig(p, format=p.suffix.lower().lstrip("."), dpi=DPI)
+    except OSError as exc:
+        raise ValueError(f"cannot write figure {str(p)!r}: {exc.strerror or exc}") from None
+    return p

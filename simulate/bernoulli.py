@@ -1,0 +1,484 @@
+"""Vectorised Monte Carlo of Algorithm 1 under the Bernoulli acceptance model.
+
+The independent witness for :class:`ewif.Cascade`: it reads only the configuration
+(``.alpha .cost .cost_per_token .K .n .fill``) and *plays* the algorithm — it shares no
+formula with ``ewif``.
+
+Semantics (the contract of issue 3, copied here because the simulator enacts it):
+
+* Models ``0..n``, largest first; 0 is the target. ``K`` is ``n×n`` upper-triangular,
+  1-based in the paper: ``k_rj`` is the budget of drafter ``j`` when model ``r−1``
+  reviews. In 0-based numpy terms, when model ``r`` reviews, drafter ``j > r`` gets the
+  budget ``K[r, j−1]``.
+* A review call by ``r`` builds its draft block by block, ``j = r+1..n`` in order
+  (blocks with budget 0 are skipped). A *leaf* drafter (``j = n`` or ``K[j]`` all zero)
+  writes its block directly: ``k`` passes, one token each. Otherwise the block is filled
+  by review calls of ``j`` — ``fill="tokens"``: repeated calls until the block holds
+  ``≥ k`` tokens; ``fill="rounds"``: exactly ``k`` calls.
+* ``r`` then runs one pass over the whole draft of length ``D``; each token of ``j``'s
+  block is accepted independently with probability ``alpha[r, j]``; the first rejection
+  ends the review, and the call yields ``accepted + 1`` tokens (the bonus/resampled one).
+* A pass of model ``i`` processing ``m`` token positions costs
+  ``cost[i] + cost_per_token[i]·m``; a review pass over a draft of ``D`` tokens has
+  ``m = D + 1`` (the draft and the bonus position), a leaf generation pass ``m = 1``.
+* EWIF = E[tokens per target step] / E[cost per target step] × ``(cost[0] +
+  cost_per_token[0])`` (renewal–reward, in units of one autoregressive target token),
+  estimated by the ratio of sums with a **delta-method** interval (steps are i.i.d.;
+  :func:`simulate.stats.ratio_estimate`).
+
+Vectorisation: ``batch_size`` independent target steps run at once; the recursion is
+followed level by level, each nested review call acting on the sub-array of steps still
+filling that block (masks), so one Python-level call handles every step of the batch.
+Acceptance runs are drawn as geometric variables (leading acceptances before the first
+rejection), not token by token.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+from ewif import _validate
+from simulate.stats import Estimate, mean_estimate, ratio_estimate, wilson_interval
+
+FILLS = ("tokens", "rounds")
+
+
+@dataclass(frozen=True)
+class CascadeSpec:
+    """The configuration the simulator reads from an ``ewif.Cascade`` (nothing else)."""
+
+    alpha: np.ndarray
+    cost: np.ndarray
+    cost_per_token: np.ndarray
+    K: np.ndarray
+    fill: str
+
+    @property
+    def n(self) -> int:
+        return int(self.K.shape[0])
+
+    @classmethod
+    def of(cls, cascade: Any) -> CascadeSpec:
+        """Read and check ``.alpha .cost .cost_per_token .K .n .fill`` of a cascade."""
+        if isinstance(cascade, CascadeSpec):
+            return cascade
+        missing = [a for a in ("alpha", "cost", "K") if not hasattr(cascade, a)]
+        if missing:
+            raise TypeError(
+                f"cascade must be an ewif.Cascade (with .alpha, .cost, .K), "
+                f"got {type(cascade).__name__} without {', '.join(missing)}"
+            )
+        K = _validate.counts("K", cascade.K)
+        if K.ndim != 2 or K.shape[0] != K.shape[1] or K.shape[0] < 1:
+            raise ValueError(f"K must be a square n×n matrix with n >= 1, got shape {K.shape}")
+        n = K.shape[0]
+        if np.any(np.tril(K, -1)):
+            raise ValueError(f"K must be upper-triangular, got {K.tolist()}")
+        alpha = np.asarray(cascade.alpha, dtype=float)
+        if alpha.shape != (n + 1, n + 1):
+            raise ValueError(f"alpha must be {n + 1}x{n + 1} for K of size {n}, got {alpha.shape}")
+        cost = _validate.costs("cost", cascade.cost)
+        cpt_raw = getattr(cascade, "cost_per_token", None)
+        cpt = np.zeros(n + 1) if cpt_raw is None else _validate.costs("cost_per_token", cpt_raw)
+        if cost.shape != (n + 1,) or cpt.shape != (n + 1,):
+            raise ValueError(
+                f"cost and cost_per_token must have {n + 1} entries, got {cost.shape}, {cpt.shape}"
+            )
+        fill = getattr(cascade, "fill", "tokens")
+        if fill not in FILLS:
+            raise ValueError(f"fill must be one of {FILLS}, got {fill!r}")
+        for r in range(n):
+            for j in range(r + 1, n + 1):
+                if K[r, j - 1]:
+                    _validate.probability(f"alpha[{r}][{j}]", float(alpha[r, j]))
+        return cls(alpha, cost, cpt, K, fill)
+
+    def is_leaf(self, j: int) -> bool:
+        return j == self.n or not self.K[j].any()
+
+
+class AcceptanceProcess(Protocol):
+    """How a reviewer's acceptance tests are drawn (i.i.d. Bernoulli by default).
+
+    ``accepted(r, j, steps, offset, length, rng)`` returns a new array holding, per step,
+    the number of leading acceptances (capped at ``length``) when reviewer ``r`` tests a
+    block of ``length`` tokens of drafter ``j`` starting at draft position ``offset + 1``.
+    ``steps`` are the batch positions (stream ids) of the steps, for stateful processes.
+    """
+
+    def accepted(
+        self,
+        r: int,
+        j: int,
+        steps: np.ndarray,
+        offset: np.ndarray,
+        length: np.ndarray,
+        rng: np.random.Generator,
+    ) -> np.ndarray: ...
+
+
+@dataclass(frozen=True)
+class IidAcceptance:
+    """Independent Bernoulli(``alpha[r, j]``) tests.
+
+    The run of leading acceptances is ``⌊E / (−ln α)⌋`` with ``E ~ Exp(1)``:
+    ``P(run ≥ i) = P(E ≥ −i ln α) = α^i`` — a geometric variable — capped at the block
+    length. (Exponentials come from numpy's ziggurat, ~3× faster than ``geometric``.)
+    """
+
+    alpha: np.ndarray
+
+    def accepted(self, r, j, steps, offset, length, rng):  # noqa: D102 (see protocol)
+        a = float(self.alpha[r, j])
+        if a >= 1.0:
+            return length.copy()
+        if a <= 0.0:
+            return np.zeros_like(length)
+        run = rng.standard_exponential(length.size) * (-1.0 / np.log(a))
+        return np.minimum(run, length).astype(np.int64)
+
+
+@dataclass
+class StepBatch:
+    """Per-step outcomes of one batch of target steps (arrays of length ``size``)."""
+
+    tokens: np.ndarray
+    cost: np.ndarray
+    calls: np.ndarray  # (n+1, size) passes of each model
+    draft: np.ndarray  # length of the target's draft
+    accepted: np.ndarray  # tokens of that draft the target accepted
+
+
+class Engine:
+    """Plays target steps of one cascade, vectorised over a batch.
+
+    Step ``i`` of a batch is also stream ``i`` for a stateful acceptance process.
+    """
+
+    def __init__(self, spec: CascadeSpec, process: AcceptanceProcess | None = None) -> None:
+        self.spec = spec
+        self.process = IidAcceptance(spec.alpha) if process is None else process
+        self._leaf = [spec.is_leaf(j) for j in range(spec.n + 1)]
+
+    def run(self, size: int, rng: np.random.Generator) -> StepBatch:
+        """One target step for each of ``size`` steps."""
+        spec = self.spec
+        n1 = spec.n + 1
+        self._log: list[list[tuple[np.ndarray, np.ndarray]]] = [[] for _ in range(n1)]
+        tokens, draft, accepted = self._review(0, np.arange(size), rng)
+        # Passes and processed positions m per step, from the log of review calls:
+        # a review pass over D draft tokens processes D + 1 positions.
+        calls = np.zeros((n1, size), dtype=np.int64)
+        positions = np.zeros((n1, size), dtype=np.int64)
+        for r, log in enumerate(self._log):
+            if log:
+                where = np.concatenate([w for w, _ in log])
+                calls[r] = np.bincount(where, minlength=size)
+                drafted = np.bincount(
+                    where, weights=np.concatenate([d for _, d in log]), minlength=size
+                )
+                positions[r] = drafted.astype(np.int64) + calls[r]
+        # A leaf j makes K[r, j-1] one-position passes in every review call of r.
+        for j in range(1, n1):
+            if self._leaf[j]:
+                for r in range(j):
+                    if spec.K[r, j - 1]:
+                        calls[j] += spec.K[r, j - 1] * calls[r]
+                positions[j] = calls[j]
+        cost = _weighted(spec.cost, calls) + _weighted(spec.cost_per_token, positions)
+        return StepBatch(tokens, cost, calls, draft, accepted)
+
+    def _review(
+        self, r: int, where: np.ndarray, rng: np.random.Generator
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Review calls of model ``r`` for the steps at positions ``where`` of the batch.
+
+        Returns ``(tokens yielded, draft length, accepted)`` per step.
+        """
+        spec = self.spec
+        m = where.size
+        blocks: list[tuple[int, np.ndarray]] = []
+        for j in range(r + 1, spec.n + 1):
+            k = int(spec.K[r, j - 1])
+            if k == 0:
+                continue
+            if self._leaf[j]:
+                length = np.full(m, k, dtype=np.int64)
+            elif spec.fill == "rounds":
+                length = self._review(j, where, rng)[0]
+                for _ in range(k - 1):
+                    length += self._review(j, where, rng)[0]
+            else:
+                length = self._review(j, where, rng)[0]
+                active = np.flatnonzero(length < k)
+                while active.size:
+                    length[active] += self._review(j, where[active], rng)[0]
+                    active = active[length[active] < k]
+            blocks.append((j, length))
+        draft = np.zeros(m, dtype=np.int64)
+        for _, length in blocks:
+            draft += length
+        self._log[r].append((where, draft))
+        if not blocks:
+            return np.ones(m, dtype=np.int64), draft, np.zeros(m, dtype=np.int64)
+        j, length = blocks[0]
+        accepted = self.process.accepted(r, j, where, np.zeros(m, dtype=np.int64), length, rng)
+        offset = length.copy()
+        alive = np.flatnonzero(accepted == length)
+        for j, length in blocks[1:]:
+            if not alive.size:
+                break
+            lj = length[alive]
+            a = self.process.accepted(r, j, where[alive], offset[alive], lj, rng)
+            accepted[alive] += a
+            offset += length
+            alive = alive[a == lj]
+        return accepted + 1, draft, accepted
+
+
+def _weighted(w: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """``w @ rows`` as an explicit sum over the few rows (no BLAS call)."""
+    out = np.zeros(rows.shape[1])
+    for wi, row in zip(w, rows, strict=True):
+        if wi:
+            out += wi * row
+    return out
+
+
+def _padded(hist: np.ndarray, size: int) -> np.ndarray:
+    """``hist`` zero-padded to at least ``size`` entries (never cut)."""
+    if hist.size >= size:
+        return hist
+    return np.concatenate([hist, np.zeros(size - hist.size, dtype=hist.dtype)])
+
+
+def _add_hist(hist: np.ndarray, values: np.ndarray) -> np.ndarray:
+    counts = np.bincount(values)
+    if counts.size > hist.size:
+        hist = np.concatenate([hist, np.zeros(counts.size - hist.size, dtype=np.int64)])
+    hist[: counts.size] += counts
+    return hist
+
+
+@dataclass
+class Tally:
+    """Sufficient statistics of simulated target steps; batches are merged by adding."""
+
+    n_models: int
+    trials: int = 0
+    sum_tokens: float = 0.0
+    sum_tokens_sq: float = 0.0
+    sum_cost: float = 0.0
+    sum_cost_sq: float = 0.0
+    sum_tokens_cost: float = 0.0
+    calls_sum: np.ndarray = field(default=None)  # type: ignore[assignment]
+    calls_sq: np.ndarray = field(default=None)  # type: ignore[assignment]
+    token_hist: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    accepted_hist: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    rejected_at_hist: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+
+    def __post_init__(self) -> None:
+        if self.calls_sum is None:
+            self.calls_sum = np.zeros(self.n_models, dtype=np.float64)
+            self.calls_sq = np.zeros(self.n_models, dtype=np.float64)
+
+    def add(self, b: StepBatch) -> None:
+        # Plain multiply-and-sum, not ``@``: BLAS threads make 1-D dots slow on shared cores.
+        t = b.tokens
+        self.trials += int(t.size)
+        self.sum_tokens += float(t.sum())
+        self.sum_tokens_sq += float((t * t).sum())
+        self.sum_cost += float(b.cost.sum())
+        self.sum_cost_sq += float((b.cost * b.cost).sum())
+        self.sum_tokens_cost += float((t * b.cost).sum())
+        self.calls_sum += b.calls.sum(axis=1)
+        self.calls_sq += (b.calls * b.calls).sum(axis=1)
+        self.token_hist = _add_hist(self.token_hist, t)
+        self.accepted_hist = _add_hist(self.accepted_hist, b.accepted)
+        rejected = b.accepted < b.draft
+        self.rejected_at_hist = _add_hist(self.rejected_at_hist, b.accepted[rejected] + 1)
+
+
+@dataclass(frozen=True)
+class PositionCurve:
+    """Per-position acceptance (positions ``1..m`` of the target's draft) with Wilson CIs.
+
+    ``successes[i−1]`` steps accepted position ``i`` out of ``trials[i−1]``; ``p`` is
+    the estimate and ``(low, high)`` the Wilson interval at ``level``.
+    """
+
+    successes: np.ndarray
+    trials: np.ndarray
+    p: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+    level: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "successes": self.successes.tolist(),
+            "trials": self.trials.tolist(),
+            "p": self.p.tolist(),
+            "low": self.low.tolist(),
+            "high": self.high.tolist(),
+            "level": self.level,
+        }
+
+
+@dataclass(frozen=True)
+class SimulationResult:
+    """Monte Carlo estimates for a cascade from ``trials`` simulated target steps.
+
+    ``interrupted`` is True when the run was stopped early (Ctrl-C): the estimates are
+    then those of the steps completed. Reproducible for the same
+    ``(seed, trials, batch_size)``. ``unit_cost`` is the cost of one autoregressive
+    target token, ``cost[0] + cost_per_token[0]``, the unit of EWIF.
+    """
+
+    tally: Tally
+    unit_cost: float
+    seed: int | None
+    batch_size: int
+    interrupted: bool
+    seconds: float
+
+    @property
+    def trials(self) -> int:
+        return self.tally.trials
+
+    @property
+    def steps_per_second(self) -> float:
+        return self.trials / self.seconds if self.seconds > 0 else float("inf")
+
+    def ewif(self, level: float = 0.999) -> Estimate:
+        """EWIF = ``unit_cost``·ΣT/ΣC with its delta-method interval."""
+        t = self.tally
+        e = ratio_estimate(
+            t.sum_tokens, t.sum_cost, t.sum_tokens_sq, t.sum_cost_sq, t.sum_tokens_cost,
+            t.trials, level,
+        )
+        u = self.unit_cost
+        return Estimate(e.value * u, e.se * u, e.low * u, e.high * u, level)
+
+    def expected_tokens(self, level: float = 0.999) -> Estimate:
+        """Mean tokens per target step."""
+        t = self.tally
+        return mean_estimate(t.sum_tokens, t.sum_tokens_sq, t.trials, level)
+
+    def expected_cost(self, level: float = 0.999) -> Estimate:
+        """Mean cost per target step (target pass = 1)."""
+        t = self.tally
+        return mean_estimate(t.sum_cost, t.sum_cost_sq, t.trials, level)
+
+    def calls(self, level: float = 0.999) -> list[Estimate]:
+        """Mean passes of each model ``0..n`` per target step."""
+        t = self.tally
+        return [
+            mean_estimate(float(s), float(q), t.trials, level)
+            for s, q in zip(t.calls_sum, t.calls_sq, strict=True)
+        ]
+
+    def token_counts(self) -> np.ndarray:
+        """``counts[i]`` = number of steps that produced exactly ``i`` tokens."""
+        return self.tally.token_hist.copy()
+
+    def tokens_distribution(self) -> np.ndarray:
+        """Empirical ``P(tokens per step = i)``."""
+        return self.tally.token_hist / self.tally.trials
+
+    def acceptance_by_position(
+        self, max_position: int, level: float = 0.999, conditional: bool = False
+    ) -> PositionCurve:
+        """The Figure-2 curve for positions ``1..max_position`` of the target's draft.
+
+        Unconditional (default): ``P(position i exists and is accepted)`` over all steps.
+        ``conditional=True``: the same given that position ``i`` exists and is reached
+        (all earlier positions accepted) — the per-position acceptance rate.
+        """
+        m = _validate.count("max_position", max_position, minimum=1)
+        acc = _padded(self.tally.accepted_hist, m + 1)
+        ok = np.cumsum(acc[::-1])[::-1][1 : m + 1]  # ok[i-1] = #(accepted >= i)
+        if conditional:
+            n = ok + _padded(self.tally.rejected_at_hist, m + 1)[1 : m + 1]
+        else:
+            n = np.full(m, self.tally.trials)
+        ok = ok.astype(np.int64)
+        n = n.astype(np.int64)
+        p = np.where(n > 0, ok / np.maximum(n, 1), np.nan)
+        low, high = wilson_interval(ok, n, level)
+        return PositionCurve(ok, n, p, low, high, level)
+
+    def to_dict(self, level: float = 0.999, max_position: int = 16) -> dict[str, Any]:
+        return {
+            "trials": self.trials,
+            "seed": self.seed,
+            "batch_size": self.batch_size,
+            "interrupted": self.interrupted,
+            "seconds": self.seconds,
+            "interval": "delta method (ratio estimator), normal quantile",
+            "ewif": self.ewif(level).to_dict(),
+            "expected_tokens": self.expected_tokens(level).to_dict(),
+            "expected_cost": self.expected_cost(level).to_dict(),
+            "calls": [e.to_dict() for e in self.calls(level)],
+            "tokens_distribution": self.tokens_distribution().tolist(),
+            "acceptance_by_position": self.acceptance_by_position(max_position, level).to_dict(),
+        }
+
+
+def run_batches(
+    make_batch: Callable[[int], StepBatch],
+    n_models: int,
+    trials: int,
+    batch_size: int,
+    progress: bool,
+) -> tuple[Tally, bool, float]:
+    """Accumulate ``trials`` steps from ``make_batch(size)``; Ctrl-C keeps the partial tally."""
+    from tqdm.auto import tqdm
+
+    tally = Tally(n_models)
+    interrupted = False
+    start = time.perf_counter()
+    with tqdm(total=trials, unit="step", unit_scale=True, disable=not progress) as bar:
+        try:
+            while tally.trials < trials:
+                size = min(batch_size, trials - tally.trials)
+                tally.add(make_batch(size))
+                bar.update(size)
+        except KeyboardInterrupt:
+            if tally.trials == 0:
+                raise
+            interrupted = True
+    return tally, interrupted, time.perf_counter() - start
+
+
+def simulate(
+    cascade: Any,
+    trials: int = 1_000_000,
+    seed: int | None = 0,
+    *,
+    batch_size: int = 1 << 14,
+    progress: bool = False,
+    acceptance: AcceptanceProcess | None = None,
+) -> SimulationResult:
+    """Simulate ``trials`` independent target steps of ``cascade`` (an ``ewif.Cascade``).
+
+    ``acceptance`` replaces the i.i.d. Bernoulli tests by another process whose steps
+    stay independent (e.g. :class:`simulate.correlated.PositionAcceptance`).
+    ``progress`` shows a tqdm bar; Ctrl-C returns the steps done so far with
+    ``interrupted=True``.
+    """
+    spec = CascadeSpec.of(cascade)
+    trials = _validate.count("trials", trials, minimum=2)
+    batch_size = _validate.count("batch_size", batch_size, minimum=1)
+    rng = np.random.default_rng(seed)
+    engine = Engine(spec, acceptance)
+    tally, interrupted, seconds = run_batches(
+        lambda size: engine.run(size, rng), spec.n + 1, trials, batch_size, progress
+    )
+    unit = float(spec.cost[0] + spec.cost_per_token[0])
+    return SimulationResult(tally, unit, seed, batch_size, interrupted, seconds)

@@ -1,0 +1,204 @@
+"""The figures: shared style, each plot's numbers, and every ``csd plot`` kind end to end."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ewif import results as res
+from ewif.plotting import style
+from ewif.plotting.calibration import calibration_points, plot_calibration
+from ewif.plotting.ewif_vs_k import ewif_vs_k_curves, plot_ewif_vs_k
+from ewif.theorems import best_k, sd_ewif, vertical_ewif
+from tests.notebooks.images import assert_image, png_size
+
+# ----------------------------------------------------------------------------- fixtures
+
+
+def _method(name, kind, tps, ar_tps, predicted=None, swi=None, mal=None, **extra):
+    return {"name": name, "kind": kind, "tokens_per_s": tps, "speedup": tps / ar_tps,
+            "predicted_speedup": predicted, "swi": swi, "mean_accepted_length": mal,
+            "config": {}, **extra}
+
+
+def results_dict() -> dict:
+    """A small csd.results/1 run: AR, SD, CSD (with acceptance curves) and an HF baseline."""
+    ar = 10.0
+    return {
+        "schema": "csd.results/1", "device": "cpu (2 cores)", "family": "fixture",
+        "prompts": 4, "max_new_tokens": 32, "decoding": {"temperature": 0.0, "top_p": 1.0},
+        "methods": [
+            _method("AR", "autoregressive", ar, ar, 1.0, 1.0, 1.0, tokens=128),
+            _method("SD k=4", "sd", 18.0, ar, 2.0, 1.95, 2.9, tokens=128),
+            _method("CSD", "csd", 24.0, ar, 2.3, 2.35, 3.4, tokens=128,
+                    acceptance_by_position={"measured": [0.8, 0.62, 0.5, 0.35],
+                                            "predicted": [0.8, 0.64, 0.51, 0.41]}),
+            _method("HF assisted", "hf-assisted", 15.0, ar),
+        ],
+        "metadata": {},
+    }
+
+
+@pytest.fixture
+def results_file(tmp_path):
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(results_dict()))
+    return path
+
+
+# ----------------------------------------------------------------------------- style
+
+
+@pytest.mark.parametrize("suffix", [".png", ".svg", ".pdf", ".PNG"])
+def test_style_saves_each_format_at_the_documented_size(tmp_path, suffix):
+    fig, ax = style.figure("title", "x (tokens)", "y (× AR)")
+    for i in range(len(style.COLOURS) + 1):  # wraps around the cycle
+        ax.plot([0, 1, 2], [i, i + 1, i], label=str(i), **style.line(i))
+    style.finish(ax)
+    out = style.save(fig, tmp_path / f"f{suffix}")
+    assert out.exists()
+    assert_image(out, (960, 630))
+
+
+def test_style_series_differ_without_colour():
+    """Greyscale readability: neighbouring series never share line style or marker."""
+    n = len(style.COLOURS)
+    kws = [style.line(i) for i in range(n)]
+    assert len({str(k["linestyle"]) for k in kws}) == n
+    assert len({k["marker"] for k in kws}) == n
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [("fig.jpg", "unknown suffix '.jpg'"), ("fig", "no suffix; use one of .png, .svg, .pdf"),
+     ("missing/fig.png", "does not exist")],
+)
+def test_style_refuses_unwritable_paths(tmp_path, name, message):
+    with pytest.raises(ValueError, match=message):
+        style.output_path(tmp_path / name)
+
+
+def test_style_refuses_a_folder_and_non_paths(tmp_path):
+    (tmp_path / "d.png").mkdir()
+    with pytest.raises(ValueError, match="is a folder"):
+        style.output_path(tmp_path / "d.png")
+    with pytest.raises(TypeError, match="path must be a file path"):
+        style.output_path(3)
+
+
+# ----------------------------------------------------------------------------- calibration
+
+
+def test_calibration_points_and_errors(results_file):
+    points = {p.name: p for p in calibration_points(results_file)}
+    assert points["SD k=4"].error == pytest.approx(2.0 / 1.8 - 1)
+    assert points["CSD"].error == pytest.approx(2.3 / 2.4 - 1)
+    assert points["AR"].error == 0.0
+    assert points["HF assisted"].predicted is None and points["HF assisted"].error is None
+    run = res.load(results_file)
+    for m in run.methods:  # the plotted error is the file's own prediction error, signed
+        if m.prediction_error is not None:
+            assert abs(points[m.name].error) == pytest.approx(m.prediction_error)
+
+
+@pytest.mark.parametrize("suffix", [".png", ".svg", ".pdf"])
+def test_plot_calibration_writes_an_image(results_file, tmp_path, suffix):
+    out = tmp_path / f"cal{suffix}"
+    fig = plot_calibration(results_file, out)
+    assert_image(out)
+    ax = fig.axes[0]
+    assert "measured" in ax.get_ylabel() and "predicted" in ax.get_xlabel()
+    assert "mean 7.6%" in ax.get_title()  # (|2/1.8-1| + |2.3/2.4-1|)/2 = 7.64 %
+    labels = ax.get_legend_handles_labels()[1]
+    assert any("y = x" in s for s in labels) and any("SWI" in s for s in labels)
+
+
+def test_plot_calibration_bad_input(tmp_path, results_file):
+    wrong = tmp_path / "models.json"
+    wrong.write_text(json.dumps({"schema": "csd.models/1", "models": []}))
+    with pytest.raises(ValueError, match="schema must be 'csd.results/1'"):
+        plot_calibration(wrong)
+    with pytest.raises(ValueError, match="unknown suffix"):
+        plot_calibration(results_file, tmp_path / "x.gif")
+    with pytest.raises(TypeError, match="results must be"):
+        plot_calibration(42)
+    data = results_dict()
+    for m in data["methods"]:
+        m["predicted_speedup"] = None
+    with pytest.raises(ValueError, match="nothing to calibrate"):
+        plot_calibration(res.Results.from_dict(data))
+
+
+# ----------------------------------------------------------------------------- ewif vs k
+
+unit = st.floats(0.02, 0.98)
+cost = st.floats(0.005, 0.5)
+
+
+@settings(max_examples=40)
+@given(a1=unit, a2=unit, a12=unit, c1=cost, c2=st.floats(0.0, 0.05))
+def test_ewif_vs_k_curves_are_the_theorems(a1, a2, a12, c1, c2):
+    sd1, sd2, vertical, horizontal = ewif_vs_k_curves(
+        a1, c1, alpha2=a2, c2=c2, alpha12=a12, k_max=6, inner_k_max=5)
+    ks = sd1.k
+    assert all(np.array_equal(c.k, ks) for c in (sd2, vertical, horizontal))
+    for c in (sd1, sd2, vertical, horizontal):
+        assert c.ewif[0] == 1.0  # k = 0 is autoregressive for every curve
+    np.testing.assert_allclose(sd1.ewif, sd_ewif(a1, ks, c1), rtol=1e-12)
+    k_star, e_star = best_k(a1, c1)  # SD's exact optimum is inside the range and marked
+    assert sd1.best_k == k_star and sd1.best_ewif == pytest.approx(e_star, rel=1e-12)
+    # vertical: the best inner k' for each n, and it is what vertical_ewif gives there
+    for n in range(1, ks.size):
+        options = [vertical_ewif(a1, a12, kk, n, c1, c2) for kk in range(1, 6)]
+        assert vertical.ewif[n] == pytest.approx(max(options), rel=1e-12)
+        assert vertical_ewif(a1, a12, int(vertical.inner[n]), n, c1, c2) == vertical.ewif[n]
+    # horizontal: k1 = k is SD with d1, k1 = 0 is SD with d2, so it dominates both
+    assert np.all(horizontal.ewif >= np.maximum(sd1.ewif, sd2.ewif) - 1e-12)
+    assert np.all((horizontal.inner >= 0) & (horizontal.inner <= ks))
+
+
+def test_ewif_vs_k_widens_the_range_to_hold_the_sd_optimum():
+    (sd,) = ewif_vs_k_curves(0.95, 0.01, k_max=5)
+    assert sd.best_k == best_k(0.95, 0.01)[0] > 5
+    assert sd.k[-1] >= sd.best_k + 2
+
+
+def test_ewif_vs_k_free_drafter_has_its_optimum_at_the_range_edge():
+    (sd,) = ewif_vs_k_curves(0.5, 0.0, k_max=8)  # c = 0: EWIF rises for ever
+    assert sd.k[-1] == 8 and sd.best_k == 8
+
+
+def test_ewif_vs_k_edges_are_exact():
+    (sd0,) = ewif_vs_k_curves(0.0, 0.1, k_max=4)
+    np.testing.assert_array_equal(sd0.ewif, 1.0 / (1.0 + 0.1 * sd0.k))
+    (sd1,) = ewif_vs_k_curves(1.0, 2.0, k_max=4)
+    np.testing.assert_allclose(sd1.ewif, (sd1.k + 1) / (1.0 + 2.0 * sd1.k), rtol=1e-15)
+
+
+def test_plot_ewif_vs_k_marks_each_optimum(tmp_path):
+    out = tmp_path / "evk.png"
+    fig = plot_ewif_vs_k(0.8, 0.05, out, alpha2=0.5, c2=0.002, alpha12=0.7)
+    assert png_size(out) == (960, 630)
+    assert_image(out)
+    ax = fig.axes[0]
+    stars = [ln for ln in ax.get_lines() if ln.get_marker() == "*"]
+    assert len(stars) == 4
+    labels = ax.get_legend_handles_labels()[1]
+    assert len(labels) == 4 and all("★ best" in s for s in labels)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [({"alpha1": 1.5, "c1": 0.1}, "alpha1 must be a finite number in \\[0, 1\\]"),
+     ({"alpha1": 0.5, "c1": -1}, "c1 must be a finite number >= 0"),
+     ({"alpha1": 0.5, "c1": 0.1, "alpha12": math.nan}, "alpha12 must be finite"),
+     ({"alpha1": 0.5, "c1": 0.1, "k_max": 0}, "k_max must be an integer >= 1")],
+)
+def test_ewif_vs_k_bad_input(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        ewif_vs_k_curves(**kwargs)
