@@ -27,9 +27,7 @@ def probabilities(name: str, value: object) -> np.ndarray:
     arr = _real_array(name, value)
     bad = ~((arr >= 0.0) & (arr <= 1.0))
     if bad.any():
-        raise ValueError(
-            f"{name} must hold finite numbers in [0, 1], got {arr[bad].flat[0]!r}"
-        )
+        raise ValueError(f"{name} must hold finite numbers in [0, 1], got {arr[bad].flat[0]!r}")
     return arr
 
 

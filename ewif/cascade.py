@@ -119,13 +119,25 @@ def review(blocks: list[tuple[float, np.ndarray]]) -> tuple[np.ndarray, np.ndarr
     for a, length in blocks:
         v = np.arange(length.size)
         passed = length * a**v
-        survival = 1.0 - np.cumsum(length)[:-1]  # P(L > i), i = 0..max-1
+        survival = 1.0 - np.cumsum(length[:-1])  # P(L > i), i = 0..max-1
         if survival.size:
-            fail = (1.0 - a) * a ** v[:-1] * np.clip(survival, 0.0, None)
+            fail = (1.0 - a) * a ** v[:-1] * np.maximum(survival, 0.0)
             stopped = _add(stopped, np.convolve(s, fail))
         s = np.convolve(s, passed)
     tokens = np.concatenate([[0.0], _add(stopped, s)])
     return tokens, s
+
+
+def power(pmf: np.ndarray, b: int) -> np.ndarray:
+    """The pmf of the sum of ``b`` i.i.d. draws (``b``-fold convolution, by squaring)."""
+    out, base = np.ones(1), pmf
+    while b:
+        if b & 1:
+            out = np.convolve(out, base)
+        b >>= 1
+        if b:
+            base = np.convolve(base, base)
+    return out
 
 
 def _add(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -173,8 +185,10 @@ class Cascade:
         n = cost.size - 1
         if cost[0] != 1.0:
             raise ValueError(f"cost[0] (the target's pass) must be 1, got {cost[0]!r}")
-        cpt = np.zeros(n + 1) if cost_per_token is None else _validate.costs(
-            "cost_per_token", cost_per_token
+        cpt = (
+            np.zeros(n + 1)
+            if cost_per_token is None
+            else _validate.costs("cost_per_token", cost_per_token)
         )
         if cpt.shape != (n + 1,):
             raise ValueError(f"cost_per_token must have shape ({n + 1},), got {cpt.shape}")
@@ -291,7 +305,8 @@ class Cascade:
 
     # ------------------------------------------------------------------ exact evaluation
     def _call(self, r: int) -> _Call:
-        """Review call of model ``r`` (memoised: a model's K row is the same wherever it reviews)."""
+        """Review call of model ``r`` (memoised: a model's K row is the same wherever it
+        reviews)."""
         if r in self._calls:
             return self._calls[r]
         n = self.n
@@ -313,8 +328,7 @@ class Cascade:
                 if self.fill == "tokens":
                     length, calls = stopped_sum(sub.pmf, b)
                 else:
-                    length, calls = Pgf(sub.pmf) ** b, float(b)
-                    length = np.array(length.coefficients)
+                    length, calls = power(sub.pmf, b), float(b)
                 passes += calls * sub.passes
                 cost += calls * sub.cost
             draft_mean += float(np.arange(length.size) @ length)
@@ -328,7 +342,7 @@ class Cascade:
 
     def tokens_pgf(self) -> Pgf:
         """The exact distribution of tokens one target step yields (accepted + 1)."""
-        return Pgf(self._call(0).pmf)
+        return Pgf(np.clip(self._call(0).pmf, 0.0, 1.0))
 
     def expected_tokens(self) -> float:
         """E[tokens per target step] = ``tokens_pgf().mean()``."""
@@ -353,9 +367,7 @@ class Cascade:
         c = self._call(0).cost
         return c / c.sum()
 
-    def acceptance_by_position(
-        self, max_position: int, conditional: bool = False
-    ) -> np.ndarray:
+    def acceptance_by_position(self, max_position: int, conditional: bool = False) -> np.ndarray:
         """Acceptance of draft position ``i = 1..max_position`` at the target (Figure-2 curve).
 
         Unconditional: ``P(position i exists and is accepted) = P(A >= i)`` (A = accepted

@@ -15,7 +15,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ewif import _validate
+from ewif.theorems import _costs, _probabilities
 
 
 class HorizontalGradient(NamedTuple):
@@ -32,8 +32,7 @@ def horizontal_ewif(alphas: object, costs: object) -> float | np.ndarray:
     Float for 1-D input, ndarray of the leading shape otherwise.
     """
     a, c = _inputs(alphas, costs)
-    numerator = 1.0 + np.cumprod(a, axis=-1).sum(axis=-1)
-    result = numerator / (1.0 + c.sum(axis=-1))
+    result = _numerator(a) / _denominator(c)
     return float(result) if result.ndim == 0 else result
 
 
@@ -50,21 +49,38 @@ def horizontal_gradient(alphas: object, costs: object) -> HorizontalGradient:
     ``α = (0.9, 0.1, 0.9)`` gives ``dT/dα_2 > dT/dα_1``.
     """
     a, c = _inputs(alphas, costs)
-    denominator = (1.0 + c.sum(axis=-1))[..., None]
+    denominator = _denominator(c)[..., None]
     k = a.shape[-1]
     prefix = np.cumprod(np.concatenate([np.ones((*a.shape[:-1], 1)), a[..., :-1]], -1), -1)
     suffix = np.ones(a.shape)
     for pos in range(k - 2, -1, -1):
         suffix[..., pos] = 1.0 + a[..., pos + 1] * suffix[..., pos + 1]
-    numerator = 1.0 + np.cumprod(a, axis=-1).sum(axis=-1, keepdims=True)
+    numerator = _numerator(a)[..., None]
     d_alpha = prefix * suffix / denominator
     d_cost = np.broadcast_to(-numerator / denominator**2, a.shape).copy()
     return HorizontalGradient(d_alpha, d_cost)
 
 
+def _numerator(a: np.ndarray) -> np.ndarray:
+    """``1 + α_1(1 + α_2(1 + … (1 + α_k)))`` by Horner, one position (column) at a time."""
+    acc = np.ones(a.shape[:-1])
+    for pos in range(a.shape[-1] - 1, -1, -1):
+        np.multiply(a[..., pos], acc, out=acc)
+        acc += 1.0
+    return acc
+
+
+def _denominator(c: np.ndarray) -> np.ndarray:
+    """``1 + Σ_i c_i`` summed column by column (fast for a short last axis)."""
+    acc = np.ones(c.shape[:-1])
+    for pos in range(c.shape[-1]):
+        acc += c[..., pos]
+    return acc
+
+
 def _inputs(alphas: object, costs: object) -> tuple[np.ndarray, np.ndarray]:
-    a = _validate.probabilities("alphas", alphas)
-    c = _validate.costs("costs", costs)
+    a = _probabilities("alphas", alphas)
+    c = _costs("costs", costs)
     if a.ndim == 0 or c.ndim == 0:
         raise ValueError(
             "alphas and costs must be arrays with the positions on the last axis, got "

@@ -146,9 +146,7 @@ class ModelSet:
             raise ValueError(f"{source}: models must be a list of names, got {models!r}")
         n1 = len(models)
         cost = _validate.costs(f"{source}: cost", data["cost"])
-        cpt = _validate.costs(
-            f"{source}: cost_per_token", data.get("cost_per_token", [0.0] * n1)
-        )
+        cpt = _validate.costs(f"{source}: cost_per_token", data.get("cost_per_token", [0.0] * n1))
         raw_alpha = data["alpha"]
         if isinstance(raw_alpha, list):
             raw_alpha = {"1": raw_alpha}

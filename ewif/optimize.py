@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ewif import _validate
-from ewif.cascade import FILLS, Cascade, review, stopped_sum
+from ewif.cascade import FILLS, Cascade, power, review, stopped_sum
 from ewif.io import ModelSet
 
 Entry = tuple[int, int]  # (r, j) 1-based as in k_rj
@@ -95,8 +95,14 @@ def paper_bounds(k_max: int = 30, mag_block: int = 10) -> dict[Entry, BoundSpec]
     k_max = _validate.count("k_max", k_max, minimum=1)
     mag_block = _validate.count("mag_block", mag_block, minimum=0)
     rng = (1, k_max)
-    return {(1, 1): rng, (1, 2): rng, (2, 2): rng, (1, 3): mag_block, (2, 3): mag_block,
-            (3, 3): mag_block}
+    return {
+        (1, 1): rng,
+        (1, 2): rng,
+        (2, 2): rng,
+        (1, 3): mag_block,
+        (2, 3): mag_block,
+        (3, 3): mag_block,
+    }
 
 
 def as_model_set(
@@ -105,7 +111,7 @@ def as_model_set(
     cost_per_token: object | None = None,
     names: Sequence[str] | None = None,
 ) -> ModelSet:
-    """A :class:`ModelSet` from a model set, or from alpha (a matrix or lenience → matrix) and costs."""
+    """A :class:`ModelSet` from a model set, or from alpha (matrix or lenience → matrix) + costs."""
     if isinstance(source, ModelSet):
         return source
     if cost is None:
@@ -115,9 +121,7 @@ def as_model_set(
     n1 = next(iter(alpha.values())).shape[0]
     cost = np.asarray(cost, dtype=float)
     cpt = np.zeros(n1) if cost_per_token is None else np.asarray(cost_per_token, dtype=float)
-    names = tuple(names) if names is not None else ("target",) + tuple(
-        f"d{i}" for i in range(1, n1)
-    )
+    names = tuple(names) if names is not None else ("target", *tuple(f"d{i}" for i in range(1, n1)))
     return ModelSet(models=names, cost=cost, cost_per_token=cpt, alpha=alpha)
 
 
@@ -206,7 +210,7 @@ def optimize(
         for len_ in lens:
             searches.append(_Space(ms, models, len_, spec, fill))
     started = time.perf_counter()
-    found: list[Configuration] = []
+    found: list = []
     total = sum(s.size for s in searches)
     interrupted = False
     used_methods = set()
@@ -241,8 +245,9 @@ def optimize(
     )
 
 
-def best_sd(model_set: ModelSet, drafters: Sequence[str] | None = None, k_max: int = 100
-            ) -> Configuration:
+def best_sd(
+    model_set: ModelSet, drafters: Sequence[str] | None = None, k_max: int = 100
+) -> Configuration:
     """Best plain speculative decoding: one drafter, best ``k ∈ 1..k_max`` (exact EWIF)."""
     names = model_set.models[1:] if drafters is None else tuple(drafters)
     best = None
@@ -250,8 +255,14 @@ def best_sd(model_set: ModelSet, drafters: Sequence[str] | None = None, k_max: i
         j = model_set.index(d)
         if np.isnan(model_set.alpha[model_set.leniences[0]][0, j]):
             continue
-        r = optimize(model_set, candidates=(model_set.models[0], d), bounds=(1, k_max),
-                     leniences=model_set.leniences[:1], subsets=False, top=1)
+        r = optimize(
+            model_set,
+            candidates=(model_set.models[0], d),
+            bounds=(1, k_max),
+            leniences=model_set.leniences[:1],
+            subsets=False,
+            top=1,
+        )
         if best is None or r.best.ewif > best.ewif:
             best = r.best
     if best is None:
@@ -259,15 +270,19 @@ def best_sd(model_set: ModelSet, drafters: Sequence[str] | None = None, k_max: i
     return best
 
 
-def _rank(found: list[Configuration], top: int) -> list[Configuration]:
+def _rank(found: list, top: int) -> list[Configuration]:
+    """Best first, equivalent configurations merged, re-evaluated exactly by :class:`Cascade`."""
     seen, out = set(), []
-    for c in sorted(found, key=lambda c: -c.ewif):
-        key = (c.models, c.K.tobytes(), c.lenience)
-        if key not in seen:
-            seen.add(key)
-            out.append(c)
+    for _, space, args in sorted(found, key=lambda t: -t[0]):
+        models, K = space._config(*args)
+        key = (models, K.tobytes(), space.lenience)
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append(space.evaluate(models, K))
         if len(out) == top:
             break
+    out.sort(key=lambda c: -c.ewif)
     return out
 
 
@@ -289,15 +304,21 @@ def _values(name: str, spec: BoundSpec) -> tuple[int, ...]:
 class _Space:
     """The configurations of one model list at one lenience, and their exact evaluation."""
 
-    def __init__(self, ms: ModelSet, models: tuple[str, ...], lenience: float,
-                 spec: Mapping[Entry, BoundSpec], fill: str) -> None:
+    def __init__(
+        self,
+        ms: ModelSet,
+        models: tuple[str, ...],
+        lenience: float,
+        spec: Mapping[Entry, BoundSpec],
+        fill: str,
+    ) -> None:
         self.models, self.lenience, self.fill = models, lenience, fill
         ix = np.asarray([ms.index(m) for m in models])
         self.alpha = ms.alpha[lenience][np.ix_(ix, ix)]
         self.cost = ms.cost[ix]
         self.cpt = ms.cost_per_token[ix]
         n = self.n = len(models) - 1
-        for (r, j) in spec:
+        for r, j in spec:
             if not (1 <= r <= j <= n):
                 raise ValueError(
                     f"bounds entry k_{r}{j} is outside the upper triangle of a {n}x{n} K "
@@ -332,11 +353,11 @@ class _Space:
                 length[b] = 1.0
                 cost += b * (self.cost[j] + self.cpt[j])
             else:
-                pmf, c = self._call(j, rows[j - r:])
+                pmf, c = self._call(j, rows[j - r :])
                 if self.fill == "tokens":
                     length, calls = stopped_sum(pmf, b)
                 else:
-                    length, calls = _power(pmf, b), float(b)
+                    length, calls = power(pmf, b), float(b)
                 cost += calls * c
             mean += float(np.arange(length.size) @ length)
             blocks.append((float(self.alpha[r, j]), length))
@@ -403,7 +424,7 @@ class _Space:
         first = np.stack(first)  # (|row1|, 3, |k11|)
         rest = []
         for j in range(2, n + 1):
-            rows = sigma[j - 2:] if j < n else None
+            rows = sigma[j - 2 :] if j < n else None
             rest.append(self._block(j, rows, k_vals[j - 1]))
         return rows1, first, rest, k_vals
 
@@ -415,7 +436,12 @@ class _Space:
             K[1, 1:] = row1
             for q, row in enumerate(sigma, start=2):
                 K[q, q:] = row
-        return _canonical(self.models, K, self.lenience, self.alpha, self.cost, self.cpt, self.fill)
+        return _canonical(self.models, K)
+
+    def evaluate(self, models: tuple[str, ...], K: np.ndarray) -> Configuration:
+        ix = np.asarray([self.models.index(m) for m in models])
+        c = Cascade(self.alpha[np.ix_(ix, ix)], self.cost[ix], K, self.cpt[ix], fill=self.fill)
+        return Configuration(models, c.K.copy(), self.lenience, c.ewif())
 
     def _sigmas(self):
         return itertools.product(*self.rowopts[2:]) if self.n >= 3 else [()]
@@ -429,7 +455,7 @@ class _Space:
         for sigma in self._sigmas():
             rows1, first, rest, k_vals = self._prepare(sigma)
             P1, E1, C1 = (first[:, i, :].reshape(-1) for i in range(3))
-            shape = (P1.size,) + tuple(len(v) for v in k_vals[1:])
+            shape = (P1.size, *tuple(len(v) for v in k_vals[1:]))
             m = len(rest)
             N = np.zeros((1,) * m)  # E_2 + P_2 (E_3 + P_3 (…)) over the target budgets k_12..k_1n
             for d in reversed(range(m)):
@@ -445,15 +471,18 @@ class _Space:
             ratio = np.where(empty, -np.inf, ratio).reshape(-1)
             k = min(top * 4, ratio.size)
             best = np.argpartition(-ratio, k - 1)[:k]
+            best = best[np.argsort(-ratio[best])]
             for flat in best:
                 if not np.isfinite(ratio[flat]):
                     continue
                 pos = np.unravel_index(flat, shape)
                 row_i, k11_i = divmod(int(pos[0]), len(k_vals[0]))
-                target_row = [k_vals[0][k11_i]] + [k_vals[d][int(p)] for d, p in
-                                                   enumerate(pos[1:], start=1)]
-                out.append(self._config(sigma, rows1[row_i], target_row))
-        return out
+                target_row = [k_vals[0][k11_i]] + [
+                    k_vals[d][int(p)] for d, p in enumerate(pos[1:], start=1)
+                ]
+                out.append((float(ratio[flat]), self, (sigma, rows1[row_i], target_row)))
+        out.sort(key=lambda t: -t[0])
+        return out[: top * 4]
 
     def dinkelbach(self) -> list[Configuration]:
         prepared = [(sigma, *self._prepare(sigma)) for sigma in self._sigmas()]
@@ -486,7 +515,7 @@ class _Space:
             best = (sigma, rows1[row_i], target_row)
         if best is None or not any(best[2]):
             return []
-        return [self._config(*best)]
+        return [(lam * self._ar(), self, best)]
 
 
 def _lines(rest: list[np.ndarray], lam: float):
@@ -576,15 +605,8 @@ def _gsum(a: float, b: np.ndarray) -> np.ndarray:
     return sums[b]
 
 
-def _power(pmf: np.ndarray, b: int) -> np.ndarray:
-    out = np.ones(1)
-    for _ in range(b):
-        out = np.convolve(out, pmf)
-    return out
-
-
-def _canonical(models, K, lenience, alpha, cost, cpt, fill) -> Configuration:
-    """Drop drafters the configuration never reaches; evaluate exactly with :class:`Cascade`."""
+def _canonical(models: tuple[str, ...], K: np.ndarray) -> tuple[tuple[str, ...], np.ndarray]:
+    """Drop the drafters a configuration never reaches (zero budgets); returns (models, K)."""
     n = K.shape[0]
     used, stack = {0}, [0]
     while stack:
@@ -594,9 +616,69 @@ def _canonical(models, K, lenience, alpha, cost, cpt, fill) -> Configuration:
                 used.add(j)
                 if j < n and K[j].any():
                     stack.append(j)
-    keep = sorted(used)
-    # a reached drafter's row matters only if it is not a leaf; unreached rows are dropped
-    ix = np.asarray(keep)
-    K2 = K[np.ix_(ix[:-1], ix[1:] - 1)] if len(keep) > 1 else K
-    c = Cascade(alpha[np.ix_(ix, ix)], cost[ix], K2, cpt[ix], fill=fill)
-    return Configuration(tuple(models[i] for i in keep), c.K.copy(), lenience, c.ewif())
+    ix = np.asarray(sorted(used))
+    return tuple(models[i] for i in ix), K[np.ix_(ix[:-1], ix[1:] - 1)].copy()
+
+
+@dataclass(frozen=True)
+class Landscape:
+    """EWIF over two K entries of a configuration, the others held at their values.
+
+    ``grid[i, j]`` is the exact EWIF with ``k_{entries[0]} = x[i]`` and
+    ``k_{entries[1]} = y[j]`` (NaN where the configuration would be invalid).
+    """
+
+    config: Configuration
+    entries: tuple[Entry, Entry]
+    x: np.ndarray
+    y: np.ndarray
+    grid: np.ndarray
+
+
+def landscape(
+    result: OptimizeResult,
+    entries: tuple[Entry, Entry] | None = None,
+    k_max: int = 30,
+    config: Configuration | None = None,
+) -> Landscape:
+    """EWIF grid around ``config`` (default: the best) over two K entries ``(r, j)`` (1-based).
+
+    By default the two *most important* entries are used: those whose one-at-a-time
+    variation over ``1..k_max`` (others fixed) changes the EWIF most.
+    """
+    cfg = result.best if config is None else config
+    k_max = _validate.count("k_max", k_max, minimum=1)
+    n = cfg.K.shape[0]
+    free = [(r, j) for r in range(1, n + 1) for j in range(r, n + 1) if cfg.K[r - 1, j - 1] > 0]
+    if entries is None:
+        if len(free) < 2:
+            free = [(r, j) for r in range(1, n + 1) for j in range(r, n + 1)]
+        spread = {}
+        for e in free:
+            vals = [_ewif_at(result, cfg, {e: v}) for v in range(1, k_max + 1)]
+            vals = np.asarray(vals, dtype=float)
+            spread[e] = float(np.nanmax(vals) - np.nanmin(vals)) if np.isfinite(vals).any() else 0
+        if len(spread) < 2:
+            raise ValueError(f"a {n}x{n} K has fewer than two entries to vary")
+        ranked = sorted(spread, key=lambda e: -spread[e])
+        entries = (ranked[0], ranked[1])
+    for r, j in entries:
+        if not (1 <= r <= j <= n):
+            raise ValueError(f"landscape entry k_{r}{j} is outside the upper triangle of K")
+    x = np.arange(1, k_max + 1)
+    grid = np.array(
+        [[_ewif_at(result, cfg, {entries[0]: a, entries[1]: b}) for b in x] for a in x]
+    )
+    return Landscape(cfg, (tuple(entries[0]), tuple(entries[1])), x, x.copy(), grid)
+
+
+def _ewif_at(result: OptimizeResult, cfg: Configuration, changes: dict[Entry, int]) -> float:
+    K = cfg.K.copy()
+    for (r, j), v in changes.items():
+        K[r - 1, j - 1] = v
+    try:
+        return Cascade.from_model_set(
+            result.model_set, cfg.models, K, cfg.lenience, fill=result.fill
+        ).ewif()
+    except ValueError:
+        return float("nan")

@@ -97,8 +97,9 @@ class MethodResult:
                         f"method {self.name!r}: acceptance_by_position keys are 'measured' and "
                         f"'predicted', got {key!r}"
                     )
-                _validate.probabilities(f"method {self.name!r}: acceptance_by_position.{key}",
-                                        curve)
+                _validate.probabilities(
+                    f"method {self.name!r}: acceptance_by_position.{key}", curve
+                )
         if not isinstance(self.config, Mapping):
             raise ValueError(f"method {self.name!r}: config must be a mapping, got {self.config!r}")
 
@@ -244,7 +245,8 @@ class Results:
                 family=str(data["family"]),
                 prompts=data["prompts"],
                 max_new_tokens=data["max_new_tokens"],
-                decoding=dict(data["decoding"]) if isinstance(data["decoding"], Mapping)
+                decoding=dict(data["decoding"])
+                if isinstance(data["decoding"], Mapping)
                 else data["decoding"],
                 methods=methods,
                 metadata=dict(data.get("metadata") or {}),

@@ -136,8 +136,11 @@ def convert_gguf(gguf_path: str | Path) -> Path:
     try:
         kwargs = {"gguf_file": gguf_path.name, "local_files_only": True}
         model = AutoModelForCausalLM.from_pretrained(
-            str(gguf_path.parent), dtype=torch.float32, **kwargs
+            str(gguf_path.parent), dtype=torch.float32, **kwargs, **_dense_gguf()
         )
+        quantizer = getattr(model, "hf_quantizer", None)
+        if quantizer is not None:  # weights are dense now; drop the GGUF bookkeeping
+            quantizer.remove_quantization_config(model)
         tokenizer = AutoTokenizer.from_pretrained(str(gguf_path.parent), **kwargs)
         model.save_pretrained(staging)
         tokenizer.save_pretrained(staging)
@@ -153,12 +156,27 @@ def convert_gguf(gguf_path: str | Path) -> Path:
     return target
 
 
+def _dense_gguf() -> dict:
+    """``from_pretrained`` options that unpack every GGUF weight into a dense tensor
+    (transformers >= 5 can keep GGUF blocks packed, which cannot be saved)."""
+    try:
+        from transformers import GgufConfig
+    except ImportError:  # older transformers always dequantize GGUF files
+        return {}
+    return {"quantization_config": GgufConfig(dequantize=True)}
+
+
 def resolve_source(source: str | Path) -> Path | str:
     """A local directory for ``source`` (converting a ``.gguf`` file), else the hub id."""
     path = Path(source).expanduser()
     if path.is_file() and path.suffix.lower() == ".gguf":
         return convert_gguf(path)
     if path.is_dir():
+        if not (path / "config.json").is_file():
+            raise FileNotFoundError(
+                f"model directory {str(source)!r} has no config.json (not a save_pretrained "
+                "directory); for a GGUF model pass the path of the .gguf file"
+            )
         return path
     if path.suffix.lower() == ".gguf" or str(source).startswith((".", "/", "~")):
         raise FileNotFoundError(f"model path {str(source)!r} does not exist")

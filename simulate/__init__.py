@@ -1,0 +1,15 @@
+"""Monte Carlo witnesses of the exact theory in ``ewif`` (they share only its config types)."""
+
+from simulate.bernoulli import SimulationResult, simulate
+from simulate.compare import Comparison, compare
+from simulate.correlated import (
+    MarkovAcceptance,
+    PositionAcceptance,
+    correlation_report,
+    simulate_markov,
+)
+from simulate.special import simulate_horizontal, simulate_sd, simulate_vertical
+
+__all__ = ["Comparison", "SimulationResult", "compare", "simulate"]
+__all__ += ["MarkovAcceptance", "PositionAcceptance", "correlation_report", "simulate_markov"]
+__all__ += ["simulate_horizontal", "simulate_sd", "simulate_vertical"]

@@ -133,7 +133,7 @@ class IidAcceptance:
 
     alpha: np.ndarray
 
-    def accepted(self, r, j, steps, offset, length, rng):  # noqa: D102 (see protocol)
+    def accepted(self, r, j, steps, offset, length, rng):
         a = float(self.alpha[r, j])
         if a >= 1.0:
             return length.copy()

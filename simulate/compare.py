@@ -122,6 +122,8 @@ def compare(
     zs = binomial_z(curve.successes, curve.trials, exact_curve)
     for i in range(m):
         se = float(np.sqrt(exact_curve[i] * (1.0 - exact_curve[i]) / curve.trials[i]))
-        rows.append(Row(f"accept@{i + 1}", float(curve.p[i]), float(exact_curve[i]), se, float(zs[i])))
+        rows.append(
+            Row(f"accept@{i + 1}", float(curve.p[i]), float(exact_curve[i]), se, float(zs[i]))
+        )
     chi = chi_square_gof(result.token_counts(), cascade.tokens_pgf().coefficients)
     return Comparison(tuple(rows), chi, result)

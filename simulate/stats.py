@@ -22,7 +22,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats as _sstats
+from scipy import special as _special
 
 from ewif import _validate
 
@@ -70,7 +70,7 @@ class ChiSquare:
         """The p-value as a one-sided normal score ``Φ⁻¹(1 − p)`` (large = misfit)."""
         if self.p_value <= 0.0:
             return math.inf
-        return float(_sstats.norm.isf(self.p_value))
+        return float(-_special.ndtri(self.p_value))
 
     def rejects(self, level: float) -> bool:
         """True when the fit is rejected at significance ``1 − level``."""
@@ -91,7 +91,7 @@ def normal_quantile(level: float) -> float:
     level = _validate.probability("level", level)
     if not 0.0 < level < 1.0:
         raise ValueError(f"level must be strictly between 0 and 1, got {level!r}")
-    return float(_sstats.norm.isf((1.0 - level) / 2.0))
+    return float(-_special.ndtri((1.0 - level) / 2.0))
 
 
 def z_score(value: float, exact: float, se: float) -> float:
@@ -162,7 +162,7 @@ def batch_ratio_estimate(x: np.ndarray, y: np.ndarray, level: float = 0.999) -> 
     d = x - r * y
     se = float(math.sqrt(d.var(ddof=1) / b) / y.mean())
     level = _validate.probability("level", level)
-    t = float(_sstats.t.isf((1.0 - level) / 2.0, b - 1))
+    t = float(_special.stdtrit(b - 1, 1.0 - (1.0 - level) / 2.0))
     return Estimate(r, se, r - t * se, r + t * se, level)
 
 
@@ -172,7 +172,8 @@ def wilson_interval(
     """Wilson score interval ``(low, high)`` for ``successes`` out of ``trials``.
 
     ``(p̂ + z²/2N ± z sqrt(p̂(1−p̂)/N + z²/4N²)) / (1 + z²/N)``; ``[0, 1]`` where
-    ``trials = 0``. Vectorised over arrays.
+    ``trials = 0``; ``low = 0`` exactly when ``k = 0`` and ``high = 1`` when ``k = N``.
+    Vectorised over arrays.
     """
     k = np.asarray(successes, dtype=float)
     n = np.asarray(trials, dtype=float)
@@ -184,8 +185,9 @@ def wilson_interval(
     denom = 1.0 + z * z / safe
     centre = (p + z * z / (2.0 * safe)) / denom
     half = z * np.sqrt(p * (1.0 - p) / safe + z * z / (4.0 * safe * safe)) / denom
-    low = np.where(n > 0, np.clip(centre - half, 0.0, 1.0), 0.0)
-    high = np.where(n > 0, np.clip(centre + half, 0.0, 1.0), 1.0)
+    # Exact at the edges: k = 0 gives low = 0 and k = N gives high = 1 (no rounding).
+    low = np.where((n > 0) & (k > 0), np.clip(centre - half, 0.0, 1.0), 0.0)
+    high = np.where((n > 0) & (k < n), np.clip(centre + half, 0.0, 1.0), 1.0)
     return low, high
 
 
@@ -252,4 +254,4 @@ def chi_square_gof(
     if dof == 0:
         return ChiSquare(0.0, 0, 1.0, 1)
     stat = float(((o_arr - e_arr) ** 2 / e_arr).sum())
-    return ChiSquare(stat, dof, float(_sstats.chi2.sf(stat, dof)), int(o_arr.size))
+    return ChiSquare(stat, dof, float(_special.chdtrc(dof, stat)), int(o_arr.size))

@@ -46,7 +46,9 @@ class CalibrationPoint:
         return self.predicted / self.measured - 1.0
 
 
-def calibration_points(results: _results.Results | str | os.PathLike[str]) -> list[CalibrationPoint]:
+def calibration_points(
+    results: _results.Results | str | os.PathLike[str],
+) -> list[CalibrationPoint]:
     """The calibration data of a run (a :class:`~ewif.results.Results` or a results-file path).
 
     A path is read and validated by :func:`ewif.results.load`, so a file of another schema
@@ -54,8 +56,7 @@ def calibration_points(results: _results.Results | str | os.PathLike[str]) -> li
     """
     run = _as_results(results)
     return [
-        CalibrationPoint(m.name, m.kind, m.predicted_speedup, m.speedup, m.swi)
-        for m in run.methods
+        CalibrationPoint(m.name, m.kind, m.predicted_speedup, m.speedup, m.swi) for m in run.methods
     ]
 
 
@@ -83,8 +84,14 @@ def plot_calibration(
     unpredicted = [p for p in points if p.predicted is None and p.measured is not None]
 
     errors = [abs(p.error) for p in paired if p.kind != "autoregressive"]
-    summary = (f"|predicted/measured − 1|: mean {sum(errors) / len(errors):.1%}, "
-               f"max {max(errors):.1%} over {len(errors)} method(s)") if errors else ""
+    summary = (
+        (
+            f"|predicted/measured − 1|: mean {sum(errors) / len(errors):.1%}, "
+            f"max {max(errors):.1%} over {len(errors)} method(s)"
+        )
+        if errors
+        else ""
+    )
     fig, ax = style.figure(
         title or f"Predicted vs measured speedup — {run.family}, {run.device}\n{summary}",
         "predicted speedup: EWIF (× autoregressive)",
@@ -93,30 +100,64 @@ def plot_calibration(
     values = [v for p in points for v in (p.predicted, p.measured, p.swi) if v is not None]
     top = max(values) * 1.12
     bottom = min(0.0, min(values))
-    ax.fill_between([bottom, top], [bottom / 1.1, top / 1.1], [bottom / 0.9, top / 0.9],
-                    color="0.88", linewidth=0.0,
-                    label="|predicted/measured − 1| ≤ 10 %")
-    ax.plot([bottom, top], [bottom, top], color="0.35", linestyle="--", linewidth=1.0,
-            label="y = x (perfect prediction)")
+    ax.fill_between(
+        [bottom, top],
+        [bottom / 1.1, top / 1.1],
+        [bottom / 0.9, top / 0.9],
+        color="0.88",
+        linewidth=0.0,
+        label="|predicted/measured − 1| ≤ 10 %",
+    )
+    ax.plot(
+        [bottom, top],
+        [bottom, top],
+        color="0.35",
+        linestyle="--",
+        linewidth=1.0,
+        label="y = x (perfect prediction)",
+    )
     for i, p in enumerate(unpredicted):
-        ax.axhline(p.measured, color=style.COLOURS[(i + 3) % len(style.COLOURS)],
-                   linestyle=style.LINESTYLES[(i + 2) % len(style.LINESTYLES)], linewidth=1.0,
-                   label=f"{p.name} (measured, no prediction)")
-    ax.plot([p.predicted for p in paired], [p.measured for p in paired],
-            label="measured (wall-clock)", **_no_caps(0))
+        ax.axhline(
+            p.measured,
+            color=style.COLOURS[(i + 3) % len(style.COLOURS)],
+            linestyle=style.LINESTYLES[(i + 2) % len(style.LINESTYLES)],
+            linewidth=1.0,
+            label=f"{p.name} (measured, no prediction)",
+        )
+    ax.plot(
+        [p.predicted for p in paired],
+        [p.measured for p in paired],
+        label="measured (wall-clock)",
+        **_no_caps(0),
+    )
     with_swi = [p for p in paired if p.swi is not None]
     if with_swi:
-        ax.plot([p.predicted for p in with_swi], [p.swi for p in with_swi],
-                label="SWI (counted passes × measured c)", **_no_caps(1))
+        ax.plot(
+            [p.predicted for p in with_swi],
+            [p.swi for p in with_swi],
+            label="SWI (counted passes × measured c)",
+            **_no_caps(1),
+        )
         for p in with_swi:
-            ax.plot([p.predicted, p.predicted], [p.measured, p.swi], color="0.55",
-                    linestyle=":", linewidth=0.9)
+            ax.plot(
+                [p.predicted, p.predicted],
+                [p.measured, p.swi],
+                color="0.55",
+                linestyle=":",
+                linewidth=0.9,
+            )
     for i, p in enumerate(paired):
         right = p.predicted > bottom + 0.6 * (top - bottom)
         text = p.name if p.kind == "autoregressive" else f"{p.name}\n{p.error:+.1%}"
-        ax.annotate(text, (p.predicted, p.measured), fontsize="x-small",
-                    xytext=(-8 if right else 8, 8 if i % 2 else -8), textcoords="offset points",
-                    ha="right" if right else "left", va="bottom" if i % 2 else "top")
+        ax.annotate(
+            text,
+            (p.predicted, p.measured),
+            fontsize="x-small",
+            xytext=(-8 if right else 8, 8 if i % 2 else -8),
+            textcoords="offset points",
+            ha="right" if right else "left",
+            va="bottom" if i % 2 else "top",
+        )
     ax.set_xlim(bottom, top)
     ax.set_ylim(bottom, top)
     style.finish(ax, loc="lower right")

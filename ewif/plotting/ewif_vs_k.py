@@ -93,30 +93,53 @@ def ewif_vs_k_curves(
     k_max = min(k_max, MAX_K)
     ks = np.arange(k_max + 1)
 
-    curves = [Curve(f"SD, drafter 1 (α={alpha1:g}, c={c1:g})", ks,
-                    np.asarray(sd_ewif(alpha1, ks, c1), dtype=float), ks)]
+    curves = [
+        Curve(
+            f"SD, drafter 1 (α={alpha1:g}, c={c1:g})",
+            ks,
+            np.asarray(sd_ewif(alpha1, ks, c1), dtype=float),
+            ks,
+        )
+    ]
     if alpha2 is not None:
-        curves.append(Curve(f"SD, drafter 2 (α={alpha2:g}, c={c2:g})", ks,
-                            np.asarray(sd_ewif(alpha2, ks, c2), dtype=float), ks))
+        curves.append(
+            Curve(
+                f"SD, drafter 2 (α={alpha2:g}, c={c2:g})",
+                ks,
+                np.asarray(sd_ewif(alpha2, ks, c2), dtype=float),
+                ks,
+            )
+        )
     if alpha12 is not None:
         inner = np.arange(1, inner_k_max + 1)
         table = np.asarray(vertical_ewif(alpha1, alpha12, inner[None, :], ks[:, None], c1, c2))
         best = np.argmax(table, axis=1)
         best[0] = -1  # n = 0 is autoregressive: no inner draft
-        curves.append(Curve(
-            f"vertical: n rounds of d1 over d2 (α'={alpha12:g}, c2={c2:g})", ks,
-            table[ks, best], np.where(ks == 0, 0, inner[best]),
-        ))
+        curves.append(
+            Curve(
+                f"vertical: n rounds of d1 over d2 (α'={alpha12:g}, c2={c2:g})",
+                ks,
+                table[ks, best],
+                np.where(ks == 0, 0, inner[best]),
+            )
+        )
     if alpha2 is not None:
         values, splits = [], []
         for k in ks:
             first = np.arange(k + 1)[:, None] > np.arange(k)[None, :]  # row k1: d1 at i < k1
-            options = np.atleast_1d(horizontal_ewif(np.where(first, alpha1, alpha2),
-                                                    np.where(first, c1, c2)))
+            options = np.atleast_1d(
+                horizontal_ewif(np.where(first, alpha1, alpha2), np.where(first, c1, c2))
+            )
             splits.append(int(np.argmax(options)))
             values.append(float(options[splits[-1]]))
-        curves.append(Curve("horizontal: first k1 positions d1, rest d2", ks,
-                            np.asarray(values), np.asarray(splits)))
+        curves.append(
+            Curve(
+                "horizontal: first k1 positions d1, rest d2",
+                ks,
+                np.asarray(values),
+                np.asarray(splits),
+            )
+        )
     return curves
 
 
@@ -140,16 +163,22 @@ def plot_ewif_vs_k(
 
     if path is not None:
         path = style.output_path(path)
-    curves = ewif_vs_k_curves(alpha1, c1, alpha2=alpha2, c2=c2, alpha12=alpha12,
-                              k_max=k_max, inner_k_max=inner_k_max)
+    curves = ewif_vs_k_curves(
+        alpha1, c1, alpha2=alpha2, c2=c2, alpha12=alpha12, k_max=k_max, inner_k_max=inner_k_max
+    )
     fig, ax = style.figure(
         title or "EWIF against draft length (★ = optimum of each curve)",
         "draft length k (SD: tokens; vertical: rounds n of drafter 1; horizontal: positions)",
         "EWIF (× autoregressive speed)",
     )
     for i, curve in enumerate(curves):
-        ax.plot(curve.k, curve.ewif, label=f"{curve.label}\n    ★ best {_describe(curve)}",
-                markevery=max(1, len(curve.k) // 20), **style.line(i))
+        ax.plot(
+            curve.k,
+            curve.ewif,
+            label=f"{curve.label}\n    ★ best {_describe(curve)}",
+            markevery=max(1, len(curve.k) // 20),
+            **style.line(i),
+        )
         ax.plot([curve.best_k], [curve.best_ewif], **style.optimum(i))
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.axhline(1.0, color="0.5", linewidth=0.8, linestyle=(0, (1, 2)))

@@ -117,8 +117,10 @@ def chi_square(
     cells = sorted(probs, key=probs.__getitem__)
     expected = np.array([probs[k] * n for k in cells])
     observed = np.array([counts.get(k, 0) for k in cells], dtype=float)
-    pooled = int(np.searchsorted(np.cumsum(expected), threshold)) + 1  # smallest cells
-    pooled = min(pooled, len(cells))
+    # Pool every cell below the threshold, and more (smallest first) until the pool reaches it.
+    below = int(np.searchsorted(expected, threshold))
+    reach = int(np.searchsorted(np.cumsum(expected), threshold)) + 1
+    pooled = min(max(below, reach), len(cells))
     exp_cells = np.concatenate([[expected[:pooled].sum()], expected[pooled:]])
     obs_cells = np.concatenate([[observed[:pooled].sum()], observed[pooled:]])
     if len(exp_cells) < 2:

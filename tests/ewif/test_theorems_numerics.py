@@ -54,7 +54,7 @@ def test_naive_closed_form_would_fail_the_bound() -> None:
     assert rel_err(float(geometric_sum(1.0 - a, 5)), geometric(Fraction(a), 5)) < RTOL
 
 
-@given(alphas, st.integers(0, 200), costs)
+@given(alphas, st.integers(0, 100), costs)
 def test_sd_ewif(alpha: float, k: int, c: float) -> None:
     exact = geometric(Fraction(alpha), k) / (1 + k * Fraction(c))
     assert rel_err(sd_ewif(alpha, k, c), exact) <= RTOL

@@ -26,7 +26,7 @@ calls = st.lists(
 )
 
 
-@settings(max_examples=25)
+@settings(max_examples=15)
 @given(base=st.lists(st.integers(0, VOCAB - 1), min_size=40, max_size=40), plan=calls)
 def test_rollback_equals_recompute(tiny_models, base, plan):
     model = tiny_models["target"].model

@@ -129,7 +129,8 @@ def test_paper_example_prompt_copy_then_bigram():
     #            prompt: 0 1 2 3 4 | generated: 1 2
     mag = MaxGram(BIGRAM)
     assert mag.propose([0, 1, 2, 3, 4, 1, 2], 5, 4) == [3, 4, 1, 2]
-    assert mag.last_sources == ["prompt"] * 4
+    # 4 ends the prompt, so it has no continuation there nor in the generated text
+    assert mag.last_sources == ["prompt", "prompt", "bigram", "prompt"]
     # token 5 appears nowhere: bigram 5 -> 2, then 2 is matched in the prompt
     assert mag.propose([0, 1, 2, 3, 4, 5], 5, 2) == [2, 3]
     assert mag.last_sources == ["bigram", "prompt"]

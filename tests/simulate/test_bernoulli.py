@@ -62,7 +62,7 @@ def cascades(draw: st.DrawFn, n: int) -> Cascade:
 @pytest.mark.parametrize("depth", [1, 2, 3])
 @settings(max_examples=15)
 @given(data=st.data(), seed=st.integers(0, 2**32 - 1))
-def test_random_cascades_agree_with_exact_theory(depth: int, data: st.DataObject, seed: int) -> None:
+def test_random_cascades_agree_with_exact_theory(depth: int, data: st.DataObject, seed: int):
     cascade = data.draw(cascades(depth), label="cascade")
     comparison = compare(cascade, trials=20_000, seed=seed, level=LEVEL)
     result = comparison.result
@@ -179,7 +179,7 @@ def test_ctrl_c_returns_partial_results() -> None:
 
 
 def test_bad_input() -> None:
-    with pytest.raises(TypeError, match="ewif.Cascade"):
+    with pytest.raises(TypeError, match=r"ewif\.Cascade"):
         simulate(object(), 100)
     with pytest.raises(ValueError, match="trials"):
         simulate(_three_drafters(), 1)

@@ -1,0 +1,68 @@
+"""Exact cascade evaluation and the optimizer, measured side by side in one run.
+
+1. one 3-drafter configuration (paper's Table 5 GSM8K setting) evaluated exactly: median time;
+2. ``csd recommend`` (default preset, the paper's full space: 27,000 K × 3 leniences) wall time,
+   as a subprocess (includes interpreter start-up and imports);
+3. the optimizer versus evaluating every configuration of that space with the same evaluator
+   (``Cascade(...).ewif()``): the per-configuration cost is measured on a random sample of
+   configurations of the space and multiplied by its size (the full loop takes about a minute).
+
+Run: ``.venv/bin/python benchmarks/bench_cascade.py``.
+"""
+
+from __future__ import annotations
+
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from ewif.cascade import Cascade
+from ewif.optimize import optimize, paper_bounds
+from ewif.presets import load_preset
+
+
+def main(sample: int = 2000) -> None:
+    ms = load_preset("flan-t5-ms")
+    K = [[8, 13, 10], [0, 1, 10], [0, 0, 10]]
+    times = []
+    for _ in range(500):
+        t = time.perf_counter()
+        Cascade.from_model_set(ms, K=K, lenience=3).ewif()
+        times.append(time.perf_counter() - t)
+    print(f"1. exact evaluation of one 3-drafter cascade: median {statistics.median(times) * 1e3:.3f} ms"
+          f" (p90 {np.percentile(times, 90) * 1e3:.3f} ms, 500 runs)")
+
+    csd = Path(sys.executable).with_name("csd")
+    t = time.perf_counter()
+    subprocess.run([str(csd), "recommend"], check=True, capture_output=True)
+    print(f"2. `csd recommend` (81,000 configurations, incl. start-up): {time.perf_counter() - t:.2f} s wall")
+
+    t = time.perf_counter()
+    res = optimize(ms, bounds=paper_bounds(), subsets=False, method="exhaustive")
+    t_opt = time.perf_counter() - t
+    t = time.perf_counter()
+    res_d = optimize(ms, bounds=paper_bounds(), subsets=False, method="dinkelbach")
+    t_dk = time.perf_counter() - t
+    rng = np.random.default_rng(0)
+    t = time.perf_counter()
+    best = 0.0
+    for _ in range(sample):
+        k11, k12, k22 = rng.integers(1, 31, size=3)
+        lenience = float(rng.choice(ms.leniences))
+        Kc = [[k11, k12, 10], [0, k22, 10], [0, 0, 10]]
+        best = max(best, Cascade.from_model_set(ms, K=Kc, lenience=lenience).ewif())
+    per = (time.perf_counter() - t) / sample
+    brute = per * res.n_configurations
+    print(f"3. optimizer exhaustive {t_opt:.3f} s, Dinkelbach {t_dk:.3f} s; every configuration with "
+          f"Cascade: {per * 1e3:.3f} ms x {res.n_configurations:,} = {brute:.1f} s "
+          f"-> {brute / t_opt:.0f}x / {brute / t_dk:.0f}x faster")
+    assert abs(res.best.ewif - res_d.best.ewif) < 1e-12 and best <= res.best.ewif + 1e-12
+    print(f"   optimum {res.best.describe()} EWIF {res.best.ewif:.6f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,175 @@
+"""``csd recommend``: the best cascade for a model set (preset or file), exactly.
+
+Default search space: for a set of target + two neural drafters + a zero-cost statistical
+drafter (MaG), the paper's space (``k11, k12, k22 ∈ 1..k_max``, MaG blocks fixed at 10)
+at every lenience; otherwise (``--space full``) every upper-triangular K with entries in
+``0..k_max`` over the candidate models (zero budgets drop drafters: all subsets).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+HELP = "recommend the best cascade (models, K, lenience) for measured or preset alphas/costs"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    src = parser.add_mutually_exclusive_group()
+    src.add_argument("--preset",
+                     help="embedded preset name (see 'csd presets'); default flan-t5-ms")
+    src.add_argument("--from", dest="from_file", metavar="FILE",
+                     help="csd.models/1 model-set file (JSON or YAML), e.g. written by realrun")
+    parser.add_argument("--space", choices=("auto", "paper", "full"), default="auto",
+                        help="search space (default: paper when the set is target+2+MaG)")
+    parser.add_argument("--k-max", type=int, default=None,
+                        help="largest budget searched (default 30 paper, 12 full)")
+    parser.add_argument("--mag-block", type=int, default=10, help="MaG budget in the paper space")
+    parser.add_argument("--lenience", type=float, action="append",
+                        help="lenience to try (repeatable; default all in the set)")
+    parser.add_argument("--fill", choices=("tokens", "rounds"), default="tokens")
+    parser.add_argument("--top", type=int, default=5, help="rows of the ranked table")
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+    parser.add_argument("--plot", metavar="PATH",
+                        help="write STEM-landscape.SUF and STEM-decay.SUF (png/svg/pdf)")
+
+
+def load_source(args: argparse.Namespace):
+    from ewif import io, presets
+
+    if getattr(args, "from_file", None):
+        ms = io.load(args.from_file)
+        return ms, f"file {args.from_file}"
+    name = args.preset or presets.DEFAULT
+    return presets.load_preset(name), f"preset {name}"
+
+
+def _is_paper_shape(ms) -> bool:
+    return len(ms.models) == 4 and ms.cost[3] == 0 and ms.cost[1] >= ms.cost[2] > 0
+
+
+def run(args: argparse.Namespace) -> int:
+    from ewif import optimize as opt
+
+    ms, where = load_source(args)
+    space = args.space
+    if space == "auto":
+        space = "paper" if _is_paper_shape(ms) else "full"
+    k_max = args.k_max if args.k_max is not None else (30 if space == "paper" else 12)
+    if k_max < 1:
+        raise ValueError(f"--k-max must be an integer >= 1, got {k_max}")
+    if args.top < 1:
+        raise ValueError(f"--top must be an integer >= 1, got {args.top}")
+    plot_paths = _plot_paths(args.plot) if args.plot else None
+    if space == "paper":
+        if len(ms.models) != 4:
+            raise ValueError(
+                f"--space paper needs 4 models (target, BASE, SMALL, MaG), the set has "
+                f"{list(ms.models)}"
+            )
+        bounds = opt.paper_bounds(k_max, args.mag_block)
+        label = (f"paper space: k11, k12, k22 in 1..{k_max}, MaG blocks {args.mag_block}")
+        result = opt.optimize(ms, bounds=bounds, leniences=args.lenience, subsets=False,
+                              fill=args.fill, top=args.top)
+    else:
+        label = f"full upper-triangular K, entries 0..{k_max} (all drafter subsets)"
+        result = opt.optimize(ms, bounds=(0, k_max), leniences=args.lenience, subsets=False,
+                              fill=args.fill, top=args.top)
+    best = result.best
+    casc = result.cascade()
+    sd = opt.best_sd(ms)
+    calls, share = casc.calls(), casc.swi_breakdown()
+    where_time = [
+        {"model": m, "passes": float(calls[i]), "cost": float(share[i] * casc.expected_cost()),
+         "share": float(share[i])}
+        for i, m in enumerate(best.models)
+    ]
+    out = {
+        "source": where,
+        "title": ms.metadata.get("title"),
+        "space": label,
+        "method": result.method,
+        "configurations": result.n_configurations,
+        "seconds": result.seconds,
+        "recommended": _cfg(best) | {
+            "expected_tokens": casc.expected_tokens(), "expected_cost": casc.expected_cost()},
+        "best_sd": _cfg(sd) | {"k": int(sd.K[0, 0])},
+        "gain_over_sd": best.ewif / sd.ewif,
+        "autoregressive": 1.0,
+        "where_the_time_goes": where_time,
+        "table": [_cfg(c) for c in result.table],
+        "interrupted": result.interrupted,
+    }
+    if plot_paths:
+        out["plots"] = [str(p) for p in _plots(result, casc, ms, plot_paths, k_max)]
+    if args.json:
+        print(json.dumps(out, indent=2))
+    else:
+        print(_human(out, best, sd))
+    return 0
+
+
+def _cfg(c) -> dict:
+    return {"models": list(c.models), "K": c.K.tolist(), "lenience": c.lenience, "ewif": c.ewif}
+
+
+def _plot_paths(path: str) -> tuple[Path, Path]:
+    from ewif.plotting import style
+
+    p = style.output_path(path)
+    return (style.output_path(p.with_name(f"{p.stem}-landscape{p.suffix}")),
+            style.output_path(p.with_name(f"{p.stem}-decay{p.suffix}")))
+
+
+def _plots(result, casc, ms, paths, k_max) -> list[Path]:
+    from ewif.optimize import landscape
+    from ewif.plotting.decay import plot_decay
+    from ewif.plotting.landscape import plot_landscape
+
+    land = landscape(result, k_max=min(k_max, 30))
+    curve = casc.acceptance_by_position(25)
+    first = float(casc.alpha[0, 1])
+    return [
+        plot_landscape(land, paths[0]),
+        plot_decay(paths[1], curve, alpha=first,
+                   label=f"cascade {result.best.K.tolist()} (exact)",
+                   title="Acceptance by draft position (target review)"),
+    ]
+
+
+def _human(out: dict, best, sd) -> str:
+    from ewif.report import table
+
+    rec = out["recommended"]
+    lines = [
+        f"csd recommend — {out['source']}" + (f": {out['title']}" if out["title"] else ""),
+        f"searched {out['configurations']:,} configurations ({out['space']}; "
+        f"{out['method']}) in {out['seconds']:.2f} s",
+        "",
+        f"recommended cascade : {' > '.join(best.models)}   lenience {best.lenience:g}",
+        f"  K                 : {best.K.tolist()}",
+        f"  EWIF              : {best.ewif:.4f}   ({rec['expected_tokens']:.3f} tokens per "
+        f"target step, cost {rec['expected_cost']:.4f} target passes)",
+        f"best plain SD       : {sd.models[1]}, k = {int(sd.K[0, 0])}: EWIF {sd.ewif:.4f}",
+        f"gain over plain SD  : x{out['gain_over_sd']:.4f} "
+        f"({(out['gain_over_sd'] - 1) * 100:+.1f}%)",
+        "autoregressive      : EWIF 1.0000",
+        "",
+        "where the time goes (per target step):",
+        table(["model", "passes", "cost", "share"],
+              [[w["model"], w["passes"], w["cost"], f"{w['share'] * 100:.1f}%"]
+               for w in out["where_the_time_goes"]]),
+        "",
+        "ranked configurations:",
+        table(["rank", "EWIF", "lenience", "K", "models"],
+              [[i + 1, c["ewif"], f"{c['lenience']:g}", json.dumps(c["K"]), " > ".join(c["models"])]
+               for i, c in enumerate(out["table"])]),
+    ]
+    if out.get("plots"):
+        lines += ["", "plots: " + ", ".join(out["plots"])]
+    if out["interrupted"]:
+        lines += ["", "(interrupted: partial search)"]
+    return "\n".join(lines)
+
+

@@ -1,0 +1,1 @@
+"""Figures of the analytic layer (matplotlib imported lazily, Agg canvas, greyscale-readable)."""

@@ -1,0 +1,45 @@
+"""The EWIF landscape of a cascade over two K entries (a heat map with the optimum marked)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+
+from ewif.optimize import Landscape
+from ewif.plotting import style
+
+
+def plot_landscape(land: Landscape, path: str | os.PathLike[str], title: str | None = None
+                   ) -> Path:
+    """Write a heat map of ``land.grid`` (EWIF, × autoregressive) to ``path`` (PNG/SVG/PDF).
+
+    Axes are the two K entries (token budgets); contour lines and labels make levels
+    readable in greyscale; a star marks the grid's maximum and a ring the configuration
+    the landscape was computed around.
+    """
+    path = style.output_path(path)
+    (r1, j1), (r2, j2) = land.entries
+    cfg = land.config
+    fig, ax = style.figure(
+        title or f"EWIF landscape of the chosen cascade (lenience {cfg.lenience:g})",
+        f"k_{r2}{j2} (tokens: budget of model {j2} under model {r2 - 1})",
+        f"k_{r1}{j1} (tokens: budget of model {j1} under model {r1 - 1})",
+    )
+    grid = np.ma.masked_invalid(land.grid)
+    extent = (land.y[0] - 0.5, land.y[-1] + 0.5, land.x[0] - 0.5, land.x[-1] + 0.5)
+    im = ax.imshow(grid, origin="lower", extent=extent, aspect="auto", cmap=style.CMAP)
+    cbar = fig.colorbar(im, ax=ax)
+    cbar.set_label("EWIF (× autoregressive)")
+    if np.isfinite(land.grid).sum() > 3:
+        levels = np.linspace(np.nanmin(land.grid), np.nanmax(land.grid), 8)[1:-1]
+        cs = ax.contour(land.y, land.x, grid, levels=levels, colors="black", linewidths=0.6)
+        ax.clabel(cs, fmt="%.2f", fontsize="x-small")
+    i, j = np.unravel_index(np.nanargmax(land.grid), land.grid.shape)
+    ax.plot(land.y[j], land.x[i], label=f"grid maximum {land.grid[i, j]:.3f}", **style.optimum(2))
+    ax.plot(cfg.K[r2 - 1, j2 - 1], cfg.K[r1 - 1, j1 - 1], linestyle="none", marker="o",
+            markersize=11, markerfacecolor="none", markeredgecolor="white", markeredgewidth=1.8,
+            label=f"configuration (EWIF {cfg.ewif:.3f})")
+    style.finish(ax)
+    return style.save(fig, path)

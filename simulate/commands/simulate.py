@@ -1,0 +1,179 @@
+"""``csd simulate``: Monte Carlo of a cascade, z-scored against its exact theory.
+
+The configuration comes from a model-set file (``FILE``) or a preset (``--preset``); the
+cascade is, in order of precedence: ``--models``/``--K``/``--lenience`` given on the
+command line, the set's ``cascade`` section, or the configuration ``ewif.optimize``
+recommends with ``csd recommend``'s default search space. Exit status 0 when every
+quantity agrees with the exact theory (Bonferroni at ``--level``), 1 when some test
+rejects, 2 for bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+HELP = "simulate a cascade (Monte Carlo of Algorithm 1) and compare it with the exact EWIF"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    src = parser.add_mutually_exclusive_group()
+    src.add_argument("file", nargs="?", metavar="FILE", help="csd.models/1 model-set file")
+    src.add_argument("--preset", help="embedded preset (see 'csd presets'); default flan-t5-ms")
+    parser.add_argument("--models", help="comma-separated model names, target first")
+    parser.add_argument("--K", dest="K", help='budget matrix as JSON, e.g. "[[2,10],[0,10]]"')
+    parser.add_argument("--lenience", type=float, help="lenience of the drafter reviews")
+    parser.add_argument("--fill", choices=("tokens", "rounds"), default="tokens")
+    parser.add_argument("--trials", type=int, default=200_000, help="target steps to simulate")
+    parser.add_argument("--seed", type=int, default=0, help="random seed (reproducible runs)")
+    parser.add_argument("--level", type=float, default=0.999, help="confidence level")
+    parser.add_argument("--positions", type=int, default=None,
+                        help="draft positions compared (default: while P >= 0.001)")
+    parser.add_argument("--rho", type=float, action="append",
+                        help="also simulate bursty (Markov) acceptance with this lag-one "
+                             "correlation and report the i.i.d. error (repeatable)")
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+    parser.add_argument("--plot", metavar="PATH",
+                        help="write simulated vs exact acceptance-by-position and "
+                             "tokens-per-step histogram (png/svg/pdf)")
+
+
+def _model_set(args: argparse.Namespace) -> tuple[Any, str]:
+    from ewif import io, presets
+
+    if args.file:
+        return io.load(args.file), f"file {args.file}"
+    name = args.preset or presets.DEFAULT
+    return presets.load_preset(name), f"preset {name}"
+
+
+def _parse_K(text: str) -> list[list[int]]:
+    try:
+        K = json.loads(text)
+    except json.JSONDecodeError:
+        raise ValueError(
+            f"--K must be a JSON matrix such as [[2,10],[0,10]], got {text!r}"
+        ) from None
+    if not isinstance(K, list) or not all(isinstance(row, list) for row in K):
+        raise ValueError(f"--K must be a list of rows, got {text!r}")
+    return K
+
+
+def _recommended(ms: Any, fill: str, lenience: float | None) -> tuple[Any, str, float]:
+    """What ``csd recommend`` picks by default: the paper space for target + 2 drafters +
+    a zero-cost MaG, else every upper-triangular K with entries 0..12."""
+    from ewif import optimize as opt
+
+    leniences = None if lenience is None else [lenience]
+    paper = len(ms.models) == 4 and ms.cost[3] == 0 and ms.cost[1] >= ms.cost[2] > 0
+    bounds = opt.paper_bounds(30, 10) if paper else (0, 12)
+    result = opt.optimize(ms, bounds=bounds, leniences=leniences, subsets=False, fill=fill)
+    return result.cascade(), "recommended by ewif.optimize", result.best.lenience
+
+
+def _cascade(args: argparse.Namespace, ms: Any) -> tuple[Any, str, float]:
+    from ewif.cascade import Cascade
+
+    models = None if args.models is None else tuple(m.strip() for m in args.models.split(","))
+    K = None if args.K is None else _parse_K(args.K)
+    if K is None and ms.cascade is None:
+        if models is not None:
+            raise ValueError("--models needs --K (the set has no 'cascade' section)")
+        return _recommended(ms, args.fill, args.lenience)
+    lenience = args.lenience
+    if lenience is None:
+        lenience = ms.cascade.lenience if ms.cascade is not None else 1.0
+    cascade = Cascade.from_model_set(ms, models=models, K=K, lenience=lenience, fill=args.fill)
+    how = "given on the command line" if K is not None else "the set's cascade section"
+    return cascade, how, lenience
+
+
+def run(args: argparse.Namespace) -> int:
+    from ewif import _validate
+    from simulate.bernoulli import simulate
+    from simulate.compare import compare, default_max_position
+
+    trials = _validate.count("--trials", args.trials, minimum=2)
+    level = _validate.probability("--level", args.level)
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"--level must be strictly between 0 and 1, got {args.level!r}")
+    if args.positions is not None:
+        _validate.count("--positions", args.positions, minimum=1)
+    if args.plot:
+        from ewif.plotting import style
+
+        style.output_path(args.plot)
+    ms, where = _model_set(args)
+    cascade, how, lenience = _cascade(args, ms)
+    progress = sys.stderr.isatty() and not args.json
+    result = simulate(cascade, trials, args.seed, progress=progress)
+    m = args.positions or default_max_position(cascade)
+    comparison = compare(cascade, max_position=m, result=result, level=level)
+    out = {
+        "source": where,
+        "cascade": {
+            "models": list(cascade.names or ()), "K": cascade.K.tolist(),
+            "lenience": lenience, "fill": cascade.fill, "chosen": how,
+        },
+        "steps_per_second": result.steps_per_second,
+        "simulation": result.to_dict(level, m),
+        "comparison": comparison.to_dict(level),
+    }
+    if args.rho:
+        from simulate.correlated import correlation_report
+
+        streams = max(2, min(2_000, trials // 50))  # the same number of steps per rho
+        rows = correlation_report(
+            cascade, args.rho, streams, max(1, trials // streams), seed=args.seed, level=level
+        )
+        out["bursty"] = [r.to_dict() for r in rows]
+    if args.plot:
+        from simulate.plots import plot_simulation
+
+        out["plot"] = str(plot_simulation(result, cascade, args.plot, max_position=m, level=level))
+    if args.json:
+        print(json.dumps(out, indent=2))
+    else:
+        print(_human(out, comparison, level))
+    return 0 if comparison.agrees(level) else 1
+
+
+def _human(out: dict, comparison: Any, level: float) -> str:
+    from ewif.report import table
+    from simulate.stats import normal_quantile
+
+    c, r = out["cascade"], comparison.result
+    lines = [
+        f"{out['source']}: {' > '.join(c['models'])}  K={c['K']}  lenience {c['lenience']:g}  "
+        f"fill={c['fill']}  ({c['chosen']})",
+        f"{r.trials:,} target steps, seed {r.seed}, {r.seconds:.2f} s "
+        f"({r.steps_per_second:,.0f} steps/s){'  INTERRUPTED' if r.interrupted else ''}; "
+        f"{level:.1%} intervals (EWIF: delta method)",
+        "",
+    ]
+    z = normal_quantile(level)
+    rows = [
+        [row.quantity, f"{row.simulated:.5f}", f"± {z * row.se:.5f}", f"{row.exact:.5f}",
+         f"{row.z:+.2f}"]
+        for row in comparison.rows
+    ]
+    lines.append(table(["quantity", "simulated", f"± {level:.1%}", "exact", "z"], rows))
+    chi = comparison.chi_square
+    lines.append(
+        f"tokens per step vs tokens_pgf(): chi-square {chi.statistic:.2f} on {chi.dof} dof, "
+        f"p = {chi.p_value:.3g}"
+    )
+    for b in out.get("bursty", []):
+        s = b["ewif_simulated"]
+        lines.append(
+            f"bursty rho={b['rho']:g}: simulated EWIF {s['value']:.4f} "
+            f"[{s['low']:.4f}, {s['high']:.4f}] vs i.i.d. {b['ewif_iid']:.4f} "
+            f"(i.i.d. error {b['relative_error']:+.1%})"
+        )
+    verdict = "agrees with" if comparison.agrees(level) else "DISAGREES with"
+    lines.append(f"verdict: simulation {verdict} the exact theory (Bonferroni, {level:.1%})")
+    if "plot" in out:
+        lines.append(f"plot written to {out['plot']}")
+    return "\n".join(lines)

@@ -1,0 +1,99 @@
+"""``csd simulate``: tables, JSON, plots, exit codes."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from ewif import io
+from ewif.cascade import Cascade
+from ewif.cli import main
+from ewif.presets import load_preset
+
+
+def _json(capsys, *argv: str) -> dict:
+    assert main(["simulate", *argv, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_default_preset_human_table(capsys) -> None:
+    assert main(["simulate", "--trials", "20000", "--positions", "4"]) == 0
+    out = capsys.readouterr().out
+    assert "ewif" in out and "accept@4" in out and "chi-square" in out
+    assert "agrees with the exact theory" in out
+
+
+def test_json_holds_estimates_and_z_scores(capsys) -> None:
+    out = _json(capsys, "--preset", "t5-cnndm-ms", "--trials", "20000", "--seed", "3")
+    assert out["cascade"]["chosen"] == "recommended by ewif.optimize"
+    rows = {r["quantity"]: r for r in out["comparison"]["rows"]}
+    assert {"ewif", "expected_tokens", "expected_cost", "calls[0]", "accept@1"} <= set(rows)
+    sim = out["simulation"]
+    assert sim["trials"] == 20000 and sim["seed"] == 3
+    assert sim["ewif"]["low"] <= rows["ewif"]["exact"] <= sim["ewif"]["high"]
+    assert abs(sum(sim["tokens_distribution"]) - 1.0) < 1e-12
+    again = _json(capsys, "--preset", "t5-cnndm-ms", "--trials", "20000", "--seed", "3")
+    assert again["simulation"]["ewif"] == sim["ewif"]  # reproducible
+
+
+def test_file_with_cascade_section_and_command_line_override(tmp_path, capsys) -> None:
+    ms = load_preset("flan-t5-ms")
+    path = io.save(ms, tmp_path / "set.json")
+    out = _json(capsys, str(path), "--trials", "5000", "--positions", "3")
+    assert out["cascade"]["chosen"] == "the set's cascade section"
+    assert out["cascade"]["K"] == ms.cascade.K.tolist()
+    models = f"{ms.models[0]},{ms.models[3]}"
+    out = _json(capsys, str(path), "--trials", "5000", "--models", models, "--K", "[[4]]",
+                "--lenience", "1")
+    assert out["cascade"]["models"] == [ms.models[0], ms.models[3]]
+    exact = Cascade.from_model_set(ms, models=models.split(","), K=[[4]], lenience=1.0)
+    assert out["comparison"]["rows"][0]["exact"] == pytest.approx(exact.ewif(), rel=1e-12)
+
+
+def test_plot_and_bursty_report(tmp_path, capsys) -> None:
+    from matplotlib import image
+
+    png = tmp_path / "sim.png"
+    out = _json(capsys, "--preset", "t5-ende-ms", "--trials", "5000", "--plot", str(png),
+                "--rho", "0.5")
+    assert out["plot"] == str(png)
+    img = image.imread(png)
+    assert img.shape[:2] == (630, 1500) and img.std() > 0.05
+    assert out["bursty"][0]["rho"] == 0.5 and out["bursty"][0]["ewif_iid"] > 0
+
+
+def test_a_wrong_theory_gives_exit_status_1(monkeypatch, capsys) -> None:
+    monkeypatch.setattr(Cascade, "ewif", lambda self: 1.0)
+    assert main(["simulate", "--preset", "t5-ende-ms", "--trials", "5000"]) == 1
+    assert "DISAGREES" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--preset", "nope"], "unknown preset"),
+        (["--trials", "1"], "--trials"),
+        (["--K", "[[2,"], "--K must be a JSON matrix"),
+        (["--K", "[[1]]"], "K must have shape"),
+        (["--level", "1.5"], "--level"),
+        (["--positions", "0"], "--positions"),
+        (["/no/such/file.json"], "cannot read"),
+        (["--plot", "/no/such/dir/x.png"], "does not exist"),
+        (["--plot", "x.gif"], "unknown suffix"),
+        (["--rho", "1.0", "--trials", "100"], "rho"),
+    ],
+)
+def test_bad_input_exit_2(argv, message, capsys) -> None:
+    assert main(["simulate", *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("csd simulate: error:") and message in err and err.count("\n") == 1
+
+
+def test_models_without_K_on_a_set_without_cascade(tmp_path, capsys) -> None:
+    ms = load_preset("t5-ende-ms")
+    path = io.save(ms, tmp_path / "set.yaml")
+    assert main(["simulate", str(path), "--models", ms.models[0]]) == 2
+    assert "--models needs --K" in capsys.readouterr().err
+    assert np.isfinite(_json(capsys, str(path), "--trials", "2000")["steps_per_second"])
