@@ -24,10 +24,8 @@ def geometric_sum(gap: float | np.ndarray, m: int | np.ndarray) -> np.ndarray:
     """
     gap = np.asarray(gap, dtype=float)
     m = np.asarray(m, dtype=np.int64)
-    terms = (m + 1).astype(float)
-    with np.errstate(divide="ignore", invalid="ignore"):
+    terms = m + 1.0
+    with np.errstate(divide="ignore", invalid="ignore"):  # gap = 0 (0/0) and gap = 1 (log 0)
         general = -np.expm1(terms * np.log1p(-gap)) / gap
-    out = np.where(gap == 0.0, terms, general)
-    out = np.where(gap == 1.0, np.minimum(terms, 1.0), out)
-    out = np.where(m == 0, 1.0, out)
-    return np.where(m < 0, 0.0, out)
+    # m ∈ {−1, 0} and r = 1 both give m + 1; r = 0 needs no case: expm1(−inf) = −1.
+    return np.where((m <= 0) | (gap == 0.0), terms, general)

@@ -117,13 +117,12 @@ def review(blocks: list[tuple[float, np.ndarray]]) -> tuple[np.ndarray, np.ndarr
     stopped = np.zeros(1)
     s = np.ones(1)
     for a, length in blocks:
-        v = np.arange(length.size)
-        passed = length * a**v
-        survival = 1.0 - np.cumsum(length[:-1])  # P(L > i), i = 0..max-1
-        if survival.size:
-            fail = (1.0 - a) * a ** v[:-1] * np.maximum(survival, 0.0)
+        powers = a ** np.arange(length.size, dtype=float)
+        if length.size > 1:
+            survival = 1.0 - np.cumsum(length[:-1])  # P(L > i), i = 0..max-1
+            fail = (1.0 - a) * powers[:-1] * np.maximum(survival, 0.0)
             stopped = _add(stopped, np.convolve(s, fail))
-        s = np.convolve(s, passed)
+        s = np.convolve(s, length * powers)
     tokens = np.concatenate([[0.0], _add(stopped, s)])
     return tokens, s
 

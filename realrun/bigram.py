@@ -76,14 +76,18 @@ class BigramTable:
     ) -> BigramTable:
         """Count adjacent pairs in each text; ``vocab_size`` defaults to ``len(tokenizer)``
         (pass the model's logit width when it is larger)."""
-        size = len(tokenizer) if vocab_size is None else _validate.count("vocab_size", vocab_size, 1)
+        size = (
+            len(tokenizer) if vocab_size is None else _validate.count("vocab_size", vocab_size, 1)
+        )
         pairs, unigrams = [], np.zeros(size, dtype=np.int64)
         for text in texts:
             if not isinstance(text, str):
                 raise TypeError(f"texts must be strings, got {type(text).__name__}")
             ids = np.asarray(tokenizer(text, add_special_tokens=False)["input_ids"], dtype=np.int64)
             if ids.size and ids.max() >= size:
-                raise ValueError(f"vocab_size must exceed every token id, got {size} <= {ids.max()}")
+                raise ValueError(
+                    f"vocab_size must exceed every token id, got {size} <= {ids.max()}"
+                )
             np.add.at(unigrams, ids, 1)
             if ids.size > 1:
                 pairs.append(ids[:-1] * size + ids[1:])

@@ -73,7 +73,9 @@ def select_device(device: str | torch.device | None = None) -> torch.device:
     try:
         chosen = torch.device(device)
     except (RuntimeError, TypeError):
-        raise ValueError(f"device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got {device!r}") from None
+        raise ValueError(
+            f"device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got {device!r}"
+        ) from None
     if chosen.type == "cuda" and not torch.cuda.is_available():
         raise ValueError(f"device {device!r} requested but CUDA is not available; use 'cpu'")
     return chosen
@@ -215,7 +217,9 @@ def load_model(
     except OSError as exc:
         raise _not_found(source) from exc
     if getattr(model.config, "is_encoder_decoder", False):
-        raise ValueError(f"model {str(source)!r} is encoder-decoder; realrun needs a decoder-only LM")
+        raise ValueError(
+            f"model {str(source)!r} is encoder-decoder; realrun needs a decoder-only LM"
+        )
     model.to(chosen).eval().requires_grad_(False)
     return LoadedModel(
         name=name or Path(str(source)).name or str(source),

@@ -89,7 +89,7 @@ class SuffixAutomaton:
                     self.link[q] = self.link[cur] = clone
             last = cur
         # endpos(v) = end indices of the non-clone states in v's suffix-link subtree
-        self.last = [f if o else -1 for f, o in zip(self.first, own)]
+        self.last = [f if o else -1 for f, o in zip(self.first, own, strict=True)]
         for v in sorted(range(1, len(self.length)), key=self.length.__getitem__, reverse=True):
             parent = self.link[v]
             self.last[parent] = max(self.last[parent], self.last[v])

@@ -102,45 +102,90 @@ class CascadeSpec:
         return j == self.n or not self.K[j].any()
 
 
+Blocks = list[tuple[int, np.ndarray]]  # (drafter j, block length per step), in draft order
+
+
 class AcceptanceProcess(Protocol):
     """How a reviewer's acceptance tests are drawn (i.i.d. Bernoulli by default).
 
-    ``accepted(r, j, steps, offset, length, rng)`` returns a new array holding, per step,
-    the number of leading acceptances (capped at ``length``) when reviewer ``r`` tests a
-    block of ``length`` tokens of drafter ``j`` starting at draft position ``offset + 1``.
-    ``steps`` are the batch positions (stream ids) of the steps, for stateful processes.
+    ``accepted(r, blocks, steps, rng)`` returns a new int64 array holding, per step, the
+    number of leading acceptances (before the first rejection, at most the draft length)
+    when reviewer ``r`` tests its draft, made of ``blocks`` — ``(j, length)`` pairs in
+    draft order. ``steps`` are the batch positions (stream ids) of the steps, for
+    stateful processes.
     """
 
     def accepted(
-        self,
-        r: int,
-        j: int,
-        steps: np.ndarray,
-        offset: np.ndarray,
-        length: np.ndarray,
-        rng: np.random.Generator,
+        self, r: int, blocks: Blocks, steps: np.ndarray, rng: np.random.Generator
     ) -> np.ndarray: ...
+
+
+BlockTest = Callable[
+    [int, int, np.ndarray, np.ndarray, np.ndarray, np.random.Generator], np.ndarray
+]
+
+
+def blockwise(
+    test: BlockTest, r: int, blocks: Blocks, steps: np.ndarray, rng: np.random.Generator
+) -> np.ndarray:
+    """Leading acceptances over a draft from a per-block test.
+
+    ``test(r, j, steps, offset, length, rng)`` gives the leading acceptances (at most
+    ``length``) of a block of ``j`` starting at draft position ``offset + 1``; it is only
+    called for the steps whose earlier blocks were accepted in full.
+    """
+    m = steps.size
+    if not blocks:
+        return np.zeros(m, dtype=np.int64)
+    j, length = blocks[0]
+    accepted = test(r, j, steps, np.zeros(m, dtype=np.int64), length, rng)
+    offset = length.copy()
+    alive = np.flatnonzero(accepted == length)
+    for j, length in blocks[1:]:
+        if not alive.size:
+            break
+        lj = length[alive]
+        a = test(r, j, steps[alive], offset[alive], lj, rng)
+        accepted[alive] += a
+        offset += length
+        alive = alive[a == lj]
+    return accepted
 
 
 @dataclass(frozen=True)
 class IidAcceptance:
-    """Independent Bernoulli(``alpha[r, j]``) tests.
+    """Independent Bernoulli(``alpha[r, j]``) tests, one exponential per review.
 
-    The run of leading acceptances is ``⌊E / (−ln α)⌋`` with ``E ~ Exp(1)``:
-    ``P(run ≥ i) = P(E ≥ −i ln α) = α^i`` — a geometric variable — capped at the block
-    length. (Exponentials come from numpy's ziggurat, ~3× faster than ``geometric``.)
+    With ``E ~ Exp(1)`` and ``h = −ln α``, the leading run of a block is ``⌊E/h⌋``
+    capped at its length ``L``: ``P(run ≥ i) = P(E ≥ i h) = α^i``. When the whole block
+    is accepted (``E ≥ L h``), ``E − L h`` is again Exp(1) and independent of the past
+    (memorylessness), so it drives the next block — exact, with one ziggurat draw per
+    review instead of one per block (or per token).
     """
 
     alpha: np.ndarray
 
-    def accepted(self, r, j, steps, offset, length, rng):
-        a = float(self.alpha[r, j])
-        if a >= 1.0:
-            return length.copy()
-        if a <= 0.0:
-            return np.zeros_like(length)
-        run = rng.standard_exponential(length.size) * (-1.0 / np.log(a))
-        return np.minimum(run, length).astype(np.int64)
+    def accepted(self, r, blocks, steps, rng):  # noqa: D102 (see protocol)
+        m = steps.size
+        accepted = np.zeros(m, dtype=np.int64)
+        if not blocks:
+            return accepted
+        e = rng.standard_exponential(m)
+        alive = np.ones(m, dtype=bool)
+        for j, length in blocks:
+            a = float(self.alpha[r, j])
+            if a >= 1.0:
+                accepted += np.where(alive, length, 0)
+                continue
+            if a <= 0.0:
+                break
+            h = -np.log(a)
+            take = np.minimum(e * (1.0 / h), length).astype(np.int64)
+            take *= alive
+            accepted += take
+            alive &= take == length
+            e -= length * h
+        return accepted
 
 
 @dataclass
@@ -164,6 +209,16 @@ class Engine:
         self.spec = spec
         self.process = IidAcceptance(spec.alpha) if process is None else process
         self._leaf = [spec.is_leaf(j) for j in range(spec.n + 1)]
+        self._constants: dict[int, np.ndarray] = {}
+
+    def _constant(self, k: int, m: int) -> np.ndarray:
+        """A read-only array of ``m`` copies of ``k`` (a view of a cached array)."""
+        arr = self._constants.get(k)
+        if arr is None or arr.size < m:
+            arr = np.full(max(m, 1 << 14), k, dtype=np.int64)
+            arr.setflags(write=False)
+            self._constants[k] = arr
+        return arr[:m]
 
     def run(self, size: int, rng: np.random.Generator) -> StepBatch:
         """One target step for each of ``size`` steps."""
@@ -208,7 +263,7 @@ class Engine:
             if k == 0:
                 continue
             if self._leaf[j]:
-                length = np.full(m, k, dtype=np.int64)
+                length = self._constant(k, m)
             elif spec.fill == "rounds":
                 length = self._review(j, where, rng)[0]
                 for _ in range(k - 1):
@@ -220,24 +275,14 @@ class Engine:
                     length[active] += self._review(j, where[active], rng)[0]
                     active = active[length[active] < k]
             blocks.append((j, length))
-        draft = np.zeros(m, dtype=np.int64)
-        for _, length in blocks:
-            draft += length
+        if len(blocks) == 1:
+            draft = blocks[0][1]
+        else:
+            draft = np.zeros(m, dtype=np.int64)
+            for _, length in blocks:
+                draft += length
         self._log[r].append((where, draft))
-        if not blocks:
-            return np.ones(m, dtype=np.int64), draft, np.zeros(m, dtype=np.int64)
-        j, length = blocks[0]
-        accepted = self.process.accepted(r, j, where, np.zeros(m, dtype=np.int64), length, rng)
-        offset = length.copy()
-        alive = np.flatnonzero(accepted == length)
-        for j, length in blocks[1:]:
-            if not alive.size:
-                break
-            lj = length[alive]
-            a = self.process.accepted(r, j, where[alive], offset[alive], lj, rng)
-            accepted[alive] += a
-            offset += length
-            alive = alive[a == lj]
+        accepted = self.process.accepted(r, blocks, where, rng)
         return accepted + 1, draft, accepted
 
 

@@ -50,7 +50,7 @@ def _is_paper_shape(ms) -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ewif import optimize as opt
+    from ewif.optimize import best_sd, optimize, paper_bounds
 
     ms, where = load_source(args)
     space = args.space
@@ -68,17 +68,17 @@ def run(args: argparse.Namespace) -> int:
                 f"--space paper needs 4 models (target, BASE, SMALL, MaG), the set has "
                 f"{list(ms.models)}"
             )
-        bounds = opt.paper_bounds(k_max, args.mag_block)
+        bounds = paper_bounds(k_max, args.mag_block)
         label = (f"paper space: k11, k12, k22 in 1..{k_max}, MaG blocks {args.mag_block}")
-        result = opt.optimize(ms, bounds=bounds, leniences=args.lenience, subsets=False,
+        result = optimize(ms, bounds=bounds, leniences=args.lenience, subsets=False,
                               fill=args.fill, top=args.top)
     else:
         label = f"full upper-triangular K, entries 0..{k_max} (all drafter subsets)"
-        result = opt.optimize(ms, bounds=(0, k_max), leniences=args.lenience, subsets=False,
+        result = optimize(ms, bounds=(0, k_max), leniences=args.lenience, subsets=False,
                               fill=args.fill, top=args.top)
     best = result.best
     casc = result.cascade()
-    sd = opt.best_sd(ms)
+    sd = best_sd(ms)
     calls, share = casc.calls(), casc.swi_breakdown()
     where_time = [
         {"model": m, "passes": float(calls[i]), "cost": float(share[i] * casc.expected_cost()),

@@ -110,15 +110,28 @@ class CascadeStats:
         )
 
 
-@dataclass(frozen=True)
 class GenerationResult:
     """``tokens``: the new tokens only (ending at the first EOS, which is included, or at
-    ``max_new_tokens``); ``stats``: :class:`CascadeStats` of this call; ``stop_reason``:
-    ``"eos"``, ``"max_new_tokens"`` or ``"interrupted"`` (Ctrl-C: the tokens so far)."""
+    ``max_new_tokens``); ``stats``: :class:`CascadeStats` of this call (built on first
+    access); ``stop_reason``: ``"eos"``, ``"max_new_tokens"`` or ``"interrupted"`` (Ctrl-C:
+    the tokens so far)."""
 
-    tokens: list[int]
-    stats: CascadeStats
-    stop_reason: str
+    __slots__ = ("_recorder", "_stats", "stop_reason", "tokens")
+
+    def __init__(self, tokens: list[int], recorder: _Recorder, stop_reason: str) -> None:
+        self.tokens = tokens
+        self.stop_reason = stop_reason
+        self._recorder = recorder
+        self._stats: CascadeStats | None = None
+
+    @property
+    def stats(self) -> CascadeStats:
+        if self._stats is None:
+            self._stats = self._recorder.stats()
+        return self._stats
+
+    def __repr__(self) -> str:
+        return f"GenerationResult(tokens={self.tokens!r}, stop_reason={self.stop_reason!r})"
 
 
 class _Recorder:
@@ -276,7 +289,7 @@ class CascadeDecoder:
                     break
         except KeyboardInterrupt:
             reason = "interrupted"
-        return GenerationResult(out, rec.stats(), reason)
+        return GenerationResult(out, rec, reason)
 
     # -- Algorithm 1 -------------------------------------------------------------------
 

@@ -202,3 +202,117 @@ def test_plot_ewif_vs_k_marks_each_optimum(tmp_path):
 def test_ewif_vs_k_bad_input(kwargs, message):
     with pytest.raises(ValueError, match=message):
         ewif_vs_k_curves(**kwargs)
+
+
+# ----------------------------------------------------------------------------- csd plot
+
+
+def csd(capsys, *argv: str) -> tuple[int, str, str]:
+    """Run ``csd`` in-process; argparse usage errors (SystemExit) become their status."""
+    from ewif.cli import main
+
+    try:
+        rc = main(list(argv))
+    except SystemExit as exc:
+        rc = exc.code
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+@pytest.fixture
+def model_set_file(tmp_path):
+    """The default preset with a measured decay curve and its step count, as a file."""
+    from ewif import io, presets
+
+    ms = presets.load_preset()
+    data = ms.to_dict()
+    data["alpha_by_position"] = {"0,1": [0.76, 0.57, 0.41, 0.33, 0.22]}
+    data["metadata"]["alpha_by_position_trials"] = {"0,1": 400}
+    path = tmp_path / "measured.json"
+    path.write_text(json.dumps(data))
+    assert io.load(path).alpha_by_position  # a valid csd.models/1 file
+    return path
+
+
+@pytest.mark.parametrize(
+    ("kind", "args"),
+    [("decay", ["--trials", "4000", "--max-position", "8"]),
+     ("ewif-vs-k", ["--alpha", "0.8", "--cost", "0.05", "--alpha2", "0.5", "--cost2", "0.002",
+                    "--alpha12", "0.7"]),
+     ("ewif-vs-k", ["--preset", "t5-cnndm-ms"]),
+     ("landscape", ["--models", "flan-t5-xxl", "flan-t5-base", "mag", "--K", "[[4,10],[0,10]]",
+                    "--lenience", "3", "--k-max", "8"])],
+)
+def test_csd_plot_kinds_write_images(capsys, tmp_path, kind, args):
+    out = tmp_path / f"{kind}.png"
+    rc, stdout, err = csd(capsys, "plot", kind, *args, "-o", str(out))
+    assert rc == 0, err
+    assert f"csd plot {kind}: wrote {out}" in stdout
+    assert_image(out)
+
+
+def test_csd_plot_calibration_json(capsys, tmp_path, results_file):
+    out = tmp_path / "cal.pdf"
+    rc, stdout, err = csd(capsys, "plot", "calibration", str(results_file), "-o", str(out),
+                          "--json")
+    assert rc == 0, err
+    data = json.loads(stdout)
+    assert data["kind"] == "calibration" and data["path"] == str(out)
+    errors = {m["name"]: m["error"] for m in data["methods"]}
+    assert errors["SD k=4"] == pytest.approx(2.0 / 1.8 - 1) and errors["HF assisted"] is None
+    assert_image(out)
+
+
+@pytest.mark.parametrize("measured", ["results", "models"])
+def test_csd_plot_decay_with_measured_points(capsys, tmp_path, results_file, model_set_file,
+                                             measured):
+    source = results_file if measured == "results" else model_set_file
+    out = tmp_path / "decay.svg"
+    rc, stdout, err = csd(capsys, "plot", "decay", "--trials", "20000", "--seed", "3",
+                          "--measured", str(source), "-o", str(out), "--json")
+    assert rc == 0, err
+    data = json.loads(stdout)
+    meas, sim = data["measured"], data["simulated"]
+    assert len(data["exact"]) == len(meas["p"]) == len(sim["p"])  # positions of the measured curve
+    steps = 128 / 3.4 if measured == "results" else 400  # tokens / mean accepted length
+    assert meas["trials"] == round(steps)
+    for lo, p, hi in zip(meas["low"], meas["p"], meas["high"], strict=True):
+        assert lo < p < hi  # a real interval from the step count
+    # the exact curve lies inside the 99.9 % simulated intervals (a fixed seed; Bonferroni
+    # would allow a miss with probability <= m * 0.001)
+    assert all(lo <= e <= hi for lo, e, hi in zip(sim["low"], data["exact"], sim["high"],
+                                                      strict=True))
+    assert_image(out)
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [(["plot", "histogram", "-o", "x.png"], "invalid choice: 'histogram'"),
+     (["plot", "decay", "-o", "/no/such/folder/x.png"], "does not exist"),
+     (["plot", "landscape", "-o", "x.jpeg"], "unknown suffix '.jpeg'"),
+     (["plot", "ewif-vs-k", "--alpha", "1.2", "--cost", "0.1", "-o", "x.png"],
+      "alpha1 must be a finite number in [0, 1]"),
+     (["plot", "ewif-vs-k", "--alpha", "0.8", "-o", "x.png"], "--alpha and --cost"),
+     (["plot", "decay", "--K", "[[1,", "-o", "x.png"], "--K must be a JSON matrix"),
+     (["plot", "decay", "--preset", "nope", "-o", "x.png"], "unknown preset 'nope'")],
+)
+def test_csd_plot_bad_input_is_one_line_exit_2(capsys, tmp_path, monkeypatch, argv, message):
+    monkeypatch.chdir(tmp_path)
+    rc, stdout, err = csd(capsys, *argv)
+    assert rc == 2
+    assert message in err and err.count("\n") == 1
+    assert not list(tmp_path.iterdir())  # nothing written
+
+
+@pytest.mark.parametrize("option", ["calibration", "--measured"])
+def test_csd_plot_wrong_schema_file_exit_2(capsys, tmp_path, option):
+    wrong = tmp_path / "wrong.json"
+    wrong.write_text(json.dumps({"schema": "csd.models/9", "models": []}))
+    out = tmp_path / "x.png"
+    if option == "calibration":
+        argv = ["plot", "calibration", str(wrong), "-o", str(out)]
+    else:
+        argv = ["plot", "decay", "--trials", "0", "--measured", str(wrong), "-o", str(out)]
+    rc, _, err = csd(capsys, *argv)
+    assert rc == 2 and "schema must be" in err and "'csd.models/9'" in err
+    assert err.count("\n") == 1 and not out.exists()

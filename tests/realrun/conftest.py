@@ -107,7 +107,9 @@ def _near_copy(model: LlamaForCausalLM, scale: float, seed: int) -> LlamaForCaus
     generator = torch.Generator().manual_seed(seed)
     copy = LlamaForCausalLM(model.config).eval()
     with torch.no_grad():
-        for (_, src), (_, dst) in zip(model.named_parameters(), copy.named_parameters()):
+        for (_, src), (_, dst) in zip(
+            model.named_parameters(), copy.named_parameters(), strict=True
+        ):
             noise = torch.randn(src.shape, generator=generator) * src.std() * scale
             dst.copy_(src + noise)
     return copy
@@ -156,7 +158,7 @@ def write_gguf(model: Qwen2ForCausalLM, path: Path) -> Path:
 @pytest.fixture(scope="session", autouse=True)
 def single_torch_thread():
     """Tiny models run fastest on one thread; on a shared CI machine more threads only
-    oversubscribe the cores (measured: 13 ms vs 50 ms per pass on 2 busy cores)."""
+    oversubscribe the cores."""
     before = torch.get_num_threads()
     torch.set_num_threads(1)
     yield

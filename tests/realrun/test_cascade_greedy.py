@@ -49,17 +49,19 @@ def test_greedy_cascade_equals_target_generate(config, tiny_models, tiny_prompts
     )
     models = [HFTokenModel(tiny_models["target"].model, "target")]
     for name in names:
-        models.append(MaxGram(bigram) if name == "mag" else HFTokenModel(tiny_models[name].model, name))
+        model = MaxGram(bigram) if name == "mag" else HFTokenModel(tiny_models[name].model, name)
+        models.append(model)
     decoder = CascadeDecoder(models, K, lenience=lenience, decoding=Decoding(temperature=0.0))
     accepted = 0
-    for prompt, want in zip(tiny_prompts[:3], reference):
+    for prompt, want in zip(tiny_prompts[:3], reference, strict=True):
         result = decoder.generate(prompt, NEW, eos_token_id=EOS)
         assert result.tokens == want, (config, prompt)
         accepted += sum(result.stats.accepted_lengths) - result.stats.target_steps
         # the HF models counted exactly the passes the cascade made
         for i, m in enumerate(models):
             if isinstance(m, HFTokenModel):
-                assert m.passes == result.stats.passes[i] and m.tokens_fed == result.stats.tokens_fed[i]
+                assert m.passes == result.stats.passes[i]
+                assert m.tokens_fed == result.stats.tokens_fed[i]
                 m.reset_counters()
     if "near" in names:
         assert accepted > 0  # drafts really were accepted, so rollback was exercised

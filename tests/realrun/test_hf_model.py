@@ -45,7 +45,11 @@ def test_rollback_equals_recompute(tiny_models, base, plan):
 
 def test_counters_follow_the_cache_contract(tiny_models):
     seen = []
-    lm = HFTokenModel(tiny_models["draft"].model, "draft", timing_hook=lambda f, s: seen.append((f, s)))
+
+    def hook(fed: int, seconds: float) -> None:
+        seen.append((fed, seconds))
+
+    lm = HFTokenModel(tiny_models["draft"].model, "draft", timing_hook=hook)
     seq = list(range(4, 16))
     lm.logits(seq[:10], 1)  # from scratch: 10 fed
     lm.logits(seq[:12], 2)  # keeps 10, feeds 2

@@ -70,7 +70,7 @@ def test_unknown_sources_give_clear_errors(tmp_path):
     with pytest.raises(FileNotFoundError, match="nothing is downloaded"):
         load_model("no-such-org/no-such-model-csd")
     (tmp_path / "empty").mkdir()
-    with pytest.raises(FileNotFoundError, match="has no config.json"):
+    with pytest.raises(FileNotFoundError, match=r"has no config\.json"):
         load_model(tmp_path / "empty")
 
 
