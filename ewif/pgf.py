@@ -8,11 +8,14 @@ powers and compositions are exact up to floating-point rounding.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 import numpy as np
-import sympy
 
 from ewif import _validate
+
+if TYPE_CHECKING:
+    import sympy
 
 _SUM_TOLERANCE = 1e-9
 
@@ -108,6 +111,8 @@ class Pgf:
 
     def to_sympy(self, x: sympy.Symbol | None = None) -> sympy.Expr:
         """The polynomial ``Σ p_i x^i`` as a sympy expression (floats kept as given)."""
+        import sympy  # imported here: sympy costs ~1 s at start-up of every `csd` command
+
         x = sympy.Symbol("x") if x is None else x
         return sympy.Add(*(sympy.Float(p) * x**i for i, p in enumerate(self._p) if p))
 

@@ -35,6 +35,7 @@ rejection), not token by token.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -165,26 +166,34 @@ class IidAcceptance:
 
     alpha: np.ndarray
 
-    def accepted(self, r, blocks, steps, rng):  # noqa: D102 (see protocol)
+    def accepted(self, r, blocks, steps, rng):
+        """Leading acceptances over the draft (see ``AcceptanceProcess``)."""
         m = steps.size
         accepted = np.zeros(m, dtype=np.int64)
         if not blocks:
             return accepted
         e = rng.standard_exponential(m)
-        alive = np.ones(m, dtype=bool)
-        for j, length in blocks:
+        alive: np.ndarray | None = None  # None: every step still alive
+        for i, (j, length) in enumerate(blocks):
             a = float(self.alpha[r, j])
-            if a >= 1.0:
-                accepted += np.where(alive, length, 0)
-                continue
             if a <= 0.0:
                 break
-            h = -np.log(a)
-            take = np.minimum(e * (1.0 / h), length).astype(np.int64)
-            take *= alive
-            accepted += take
-            alive &= take == length
-            e -= length * h
+            if a >= 1.0:
+                accepted += length if alive is None else length * alive
+                continue
+            h = -math.log(a)
+            e *= 1.0 / h  # now in units of tokens
+            take = np.minimum(e, length).astype(np.int64)
+            if alive is None:
+                accepted += take
+                alive = take == length
+            else:
+                take *= alive
+                accepted += take
+                alive &= take == length
+            if i + 1 < len(blocks):
+                e -= length
+                e *= h  # the memoryless residual, back in Exp(1) units
         return accepted
 
 
@@ -234,10 +243,12 @@ class Engine:
             if log:
                 where = np.concatenate([w for w, _ in log])
                 calls[r] = np.bincount(where, minlength=size)
-                drafted = np.bincount(
-                    where, weights=np.concatenate([d for _, d in log]), minlength=size
-                )
-                positions[r] = drafted.astype(np.int64) + calls[r]
+                positions[r] = calls[r]
+                if spec.cost_per_token[r]:
+                    drafted = np.bincount(
+                        where, weights=np.concatenate([d for _, d in log]), minlength=size
+                    )
+                    positions[r] += drafted.astype(np.int64)
         # A leaf j makes K[r, j-1] one-position passes in every review call of r.
         for j in range(1, n1):
             if self._leaf[j]:
@@ -501,6 +512,11 @@ def run_batches(
     return tally, interrupted, time.perf_counter() - start
 
 
+def generator(seed: int | None) -> np.random.Generator:
+    """The project's Monte Carlo generator: SFC64 (faster than PCG64 here), seeded."""
+    return np.random.Generator(np.random.SFC64(seed))
+
+
 def simulate(
     cascade: Any,
     trials: int = 1_000_000,
@@ -520,7 +536,7 @@ def simulate(
     spec = CascadeSpec.of(cascade)
     trials = _validate.count("trials", trials, minimum=2)
     batch_size = _validate.count("batch_size", batch_size, minimum=1)
-    rng = np.random.default_rng(seed)
+    rng = generator(seed)
     engine = Engine(spec, acceptance)
     tally, interrupted, seconds = run_batches(
         lambda size: engine.run(size, rng), spec.n + 1, trials, batch_size, progress

@@ -32,7 +32,14 @@ from typing import Any
 import numpy as np
 
 from ewif import _validate
-from simulate.bernoulli import CascadeSpec, Engine, SimulationResult, Tally
+from simulate.bernoulli import (
+    CascadeSpec,
+    Engine,
+    SimulationResult,
+    Tally,
+    blockwise,
+    generator,
+)
 from simulate.stats import Estimate, batch_ratio_estimate
 
 
@@ -49,7 +56,12 @@ class PositionAcceptance:
             if arr.ndim != 1 or arr.size == 0:
                 raise ValueError(f"curves[({r}, {j})] must be a non-empty 1-D array")
 
-    def accepted(self, r, j, steps, offset, length, rng):
+    def accepted(self, r, blocks, steps, rng):
+        """Leading acceptances over the draft (see ``AcceptanceProcess``)."""
+        return blockwise(self.block, r, blocks, steps, rng)
+
+    def block(self, r, j, steps, offset, length, rng):
+        """Leading acceptances of one block (see ``blockwise``)."""
         curve = self.curves.get((r, j))
         if curve is None:
             curve = np.array([self.alpha[r, j]])
@@ -93,7 +105,12 @@ class MarkovAcceptance:
                     )
                 self._state[(r, j)] = rng.random(streams) < a  # stationary start
 
-    def accepted(self, r, j, steps, offset, length, rng):
+    def accepted(self, r, blocks, steps, rng):
+        """Leading acceptances over the draft (see ``AcceptanceProcess``)."""
+        return blockwise(self.block, r, blocks, steps, rng)
+
+    def block(self, r, j, steps, offset, length, rng):
+        """Leading acceptances of one block (see ``blockwise``)."""
         a = float(self.alpha[r, j])
         p11 = a + self.rho * (1.0 - a)
         p01 = a * (1.0 - self.rho)
@@ -153,7 +170,7 @@ def simulate_markov(
     steps = _validate.count("steps", steps, minimum=1)
     from tqdm.auto import tqdm
 
-    rng = np.random.default_rng(seed)
+    rng = generator(seed)
     engine = Engine(spec, MarkovAcceptance(spec, rho, streams, rng))
     tally = Tally(spec.n + 1)
     tokens = np.zeros(streams)

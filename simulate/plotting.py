@@ -92,18 +92,17 @@ def cascade_for(
     """The cascade a plot is about: ``K`` if given, else the set's ``cascade`` section, else
     the configuration :func:`ewif.optimize.optimize` recommends (the paper's space for a
     target + two neural drafters + zero-cost MaG, otherwise every K with entries 0..8)."""
-    from ewif import optimize as opt
+    from ewif.optimize import optimize, paper_bounds
 
     if K is not None or (ms.cascade is not None and models is None):
         return Cascade.from_model_set(ms, models, None if K is None else np.asarray(K), lenience)
     cands = tuple(ms.models if models is None else models)
     lens = None if lenience is None else [lenience]
     if len(cands) == 4 and ms.cost[ms.index(cands[3])] == 0:
-        result = opt.optimize(ms, candidates=cands, bounds=opt.paper_bounds(), leniences=lens,
-                              subsets=False)
+        result = optimize(ms, candidates=cands, bounds=paper_bounds(), leniences=lens,
+                          subsets=False)
     else:
-        result = opt.optimize(ms, candidates=cands, bounds=(0, 8), leniences=lens,
-                              subsets=False)
+        result = optimize(ms, candidates=cands, bounds=(0, 8), leniences=lens, subsets=False)
     return result.cascade()
 
 

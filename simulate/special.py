@@ -24,7 +24,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ewif import _validate
-from simulate.bernoulli import SimulationResult, StepBatch, run_batches
+from simulate.bernoulli import SimulationResult, StepBatch, generator, run_batches
 
 
 def _leading_run(accept: np.ndarray, length: np.ndarray | int) -> np.ndarray:
@@ -45,7 +45,7 @@ def _run(
 ) -> SimulationResult:
     trials = _validate.count("trials", trials, minimum=2)
     batch_size = _validate.count("batch_size", batch_size, minimum=1)
-    rng = np.random.default_rng(seed)
+    rng = generator(seed)
     tally, interrupted, seconds = run_batches(
         lambda size: make(size, rng), n_models, trials, batch_size, progress
     )

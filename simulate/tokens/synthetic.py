@@ -109,7 +109,7 @@ class SyntheticLM:
         if n == 1:
             i = self._index(tokens, end)
             return self._logits[i : i + 1]  # a read-only view: callers never write to logits
-        return self._logits[[self._index(tokens, e) for e in range(end - n + 1, end + 1)]]
+        return self._logits.take([self._index(tokens, e) for e in range(end - n + 1, end + 1)], 0)
 
     def _index(self, tokens: Sequence[int], end: int) -> int:
         pad = self.vocab_size

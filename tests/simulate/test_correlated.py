@@ -64,7 +64,7 @@ def test_markov_chain_has_marginal_alpha_and_lag_one_correlation_rho(rho: float)
     streams, tests = 4_000, 60
     chain = MarkovAcceptance(CascadeSpec.of(cascade), rho, streams, rng)
     ids, zero, one = np.arange(streams), np.zeros(streams, int), np.ones(streams, int)
-    x = np.array([chain.accepted(0, 1, ids, zero, one, rng) for _ in range(tests)], float)
+    x = np.array([chain.block(0, 1, ids, zero, one, rng) for _ in range(tests)], float)
     mean = x.mean()
     lag = np.corrcoef(x[:-1].ravel(), x[1:].ravel())[0, 1]
     n = x.size  # se of the mean inflates by sqrt((1+ρ)/(1−ρ)) under correlation

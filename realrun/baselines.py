@@ -1,0 +1,109 @@
+"""Baselines run through transformers' own ``generate``: autoregressive, assisted, prompt lookup.
+
+All greedy (``do_sample=False``), batch size 1, with the same ``max_new_tokens`` and EOS as
+the cascade runs:
+
+* ``autoregressive`` — ``model.generate`` (the AR reference of every speed-up);
+* ``assisted`` — ``generate(assistant_model=drafter)``, transformers' speculative decoding
+  with its default schedule (20 draft tokens at the start, adapted heuristically, and a
+  confidence threshold on the assistant);
+* ``prompt lookup`` — ``generate(prompt_lookup_num_tokens=k)``, n-gram matching against the
+  prompt (transformers' default n-gram size).
+
+Timing excludes the target's prompt prefill, as for the cascade runs: the target's KV
+cache of ``prompt[:-1]`` is built before the clock starts and passed as
+``past_key_values``, so ``generate`` feeds the last prompt token and then decodes. (The
+assistant of assisted generation prefills its own cache inside ``generate``; that cost,
+one drafter pass over the prompt, is included — see the run's metadata.)
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+from transformers import DynamicCache, GenerationConfig, PreTrainedModel
+
+from ewif import _validate
+
+
+@dataclass(frozen=True)
+class HFGeneration:
+    """New tokens (EOS included when reached) and the wall seconds of ``generate``."""
+
+    tokens: list[int]
+    seconds: float
+
+
+def prefilled_cache(model: PreTrainedModel, prompt: Sequence[int]) -> DynamicCache:
+    """KV cache of ``prompt[:-1]`` (empty for a one-token prompt)."""
+    cache = DynamicCache(config=model.config)
+    device = model.get_output_embeddings().weight.device
+    if len(prompt) > 1:
+        with torch.inference_mode():
+            model(input_ids=torch.tensor([list(prompt[:-1])], device=device),
+                  past_key_values=cache, use_cache=True)
+    return cache
+
+
+def hf_generate(
+    model: PreTrainedModel,
+    prompt: Sequence[int],
+    max_new_tokens: int,
+    eos_token_id: int | None = None,
+    *,
+    assistant_model: PreTrainedModel | None = None,
+    prompt_lookup_num_tokens: int | None = None,
+) -> HFGeneration:
+    """Greedy ``model.generate`` on one prompt (token ids), optionally assisted by
+    ``assistant_model`` or by prompt lookup with ``prompt_lookup_num_tokens`` draft tokens."""
+    if not isinstance(model, PreTrainedModel):
+        raise TypeError(f"model must be a transformers PreTrainedModel, got {type(model)!r}")
+    ids = [int(t) for t in prompt]
+    if not ids:
+        raise ValueError("prompt must hold at least one token id, got an empty prompt")
+    max_new_tokens = _validate.count("max_new_tokens", max_new_tokens, minimum=1)
+    if assistant_model is not None and prompt_lookup_num_tokens is not None:
+        raise ValueError("give assistant_model or prompt_lookup_num_tokens, not both")
+    extra: dict = {}
+    if assistant_model is not None:
+        if not isinstance(assistant_model, PreTrainedModel):
+            raise TypeError(
+                f"assistant_model must be a PreTrainedModel, got {type(assistant_model)!r}"
+            )
+        extra["assistant_model"] = assistant_model
+    if prompt_lookup_num_tokens is not None:
+        extra["prompt_lookup_num_tokens"] = _validate.count(
+            "prompt_lookup_num_tokens", prompt_lookup_num_tokens, minimum=1
+        )
+    pad = eos_token_id if eos_token_id is not None else model.config.pad_token_id
+    config = GenerationConfig(
+        do_sample=False,
+        max_new_tokens=max_new_tokens,
+        eos_token_id=eos_token_id,
+        pad_token_id=pad,
+        temperature=None,
+        top_p=None,
+        top_k=None,
+    )
+    device = model.get_output_embeddings().weight.device
+    cache = prefilled_cache(model, ids)
+    input_ids = torch.tensor([ids], device=device)
+    start = time.perf_counter()
+    with torch.inference_mode():
+        out = model.generate(
+            input_ids,
+            attention_mask=torch.ones_like(input_ids),
+            generation_config=config,
+            past_key_values=cache,
+            **extra,
+        )
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    seconds = time.perf_counter() - start
+    tokens = [int(t) for t in out[0, len(ids):].tolist()]
+    if eos_token_id is not None and eos_token_id in tokens:
+        tokens = tokens[: tokens.index(eos_token_id) + 1]
+    return HFGeneration(tokens, seconds)
