@@ -23,11 +23,15 @@ def probability(name: str, value: object) -> float:
 
 
 def probabilities(name: str, value: object) -> np.ndarray:
-    """An array (any shape) of values in [0, 1]."""
+    """An array (any shape, scalars included) of values in [0, 1]."""
+    if np.ndim(value) == 0:
+        return np.asarray(probability(name, _item(value)))
     arr = _real_array(name, value)
-    bad = ~((arr >= 0.0) & (arr <= 1.0))
-    if bad.any():
-        raise ValueError(f"{name} must hold finite numbers in [0, 1], got {arr[bad].flat[0]!r}")
+    if arr.size and not (arr.min() >= 0.0 and arr.max() <= 1.0):  # NaN fails both
+        bad = ~((arr >= 0.0) & (arr <= 1.0))
+        raise ValueError(
+            f"{name} must hold finite numbers in [0, 1], got {arr[bad].flat[0]!r}"
+        )
     return arr
 
 
@@ -40,10 +44,12 @@ def cost(name: str, value: object) -> float:
 
 
 def costs(name: str, value: object) -> np.ndarray:
-    """An array (any shape) of finite values >= 0."""
+    """An array (any shape, scalars included) of finite values >= 0."""
+    if np.ndim(value) == 0:
+        return np.asarray(cost(name, _item(value)))
     arr = _real_array(name, value)
-    bad = ~(arr >= 0.0)
-    if bad.any():
+    if arr.size and not (arr.min() >= 0.0 and np.isfinite(arr.max())):
+        bad = ~((arr >= 0.0) & np.isfinite(arr))
         raise ValueError(f"{name} must hold finite numbers >= 0, got {arr[bad].flat[0]!r}")
     return arr
 
@@ -61,13 +67,17 @@ def count(name: str, value: object, minimum: int = 0) -> int:
 
 
 def counts(name: str, value: object, minimum: int = 0) -> np.ndarray:
-    """An integer array (any shape) with entries >= minimum."""
+    """An integer array (any shape, scalars included) with entries >= minimum."""
+    if np.ndim(value) == 0:
+        return np.asarray(count(name, _item(value), minimum))
     arr = np.asarray(value)
-    if arr.dtype == bool or arr.dtype.kind not in "iuf":
+    if arr.dtype.kind in "iu" and (arr.size == 0 or arr.min() >= minimum):
+        return arr.astype(np.int64, copy=False)
+    if arr.dtype.kind not in "iuf" or (
+        arr.dtype.kind == "f"
+        and not (np.all(np.isfinite(arr)) and np.all(arr == np.round(arr)))
+    ):
         raise ValueError(f"{name} must hold integers >= {minimum}, got {value!r}")
-    if arr.dtype.kind == "f":
-        if not np.all(np.isfinite(arr)) or not np.all(arr == np.round(arr)):
-            raise ValueError(f"{name} must hold integers >= {minimum}, got {value!r}")
     arr = arr.astype(np.int64)
     if (arr < minimum).any():
         raise ValueError(
@@ -85,6 +95,11 @@ def same_length(**named: Sequence) -> int:
     return next(iter(lengths.values()), 0)
 
 
+def _item(value: object) -> object:
+    """A 0-d numpy array or numpy scalar as the Python scalar it holds."""
+    return value.item() if isinstance(value, np.ndarray | np.generic) else value
+
+
 def _real(name: str, value: object) -> float:
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise ValueError(f"{name} must be a real number, got {value!r}")
@@ -96,9 +111,12 @@ def _real(name: str, value: object) -> float:
 
 def _real_array(name: str, value: object) -> np.ndarray:
     try:
-        arr = np.asarray(value, dtype=float)
+        raw = np.asarray(value)
+        if raw.dtype.kind not in "iuf":  # refuse bools, strings, objects such as None
+            raise TypeError
+        arr = raw.astype(float)
     except (TypeError, ValueError):
-        raise ValueError(f"{name} must be an array of real numbers, got {value!r}") from None
+        raise ValueError(f"{name} must hold real numbers, got {value!r}") from None
     if not np.all(np.isfinite(arr)):
         raise ValueError(f"{name} must hold finite numbers, got {value!r}")
     return arr

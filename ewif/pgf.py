@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     import sympy
 
 _SUM_TOLERANCE = 1e-9
+_ROUNDING = 1e-12
 
 
 class Pgf:
@@ -32,7 +33,12 @@ class Pgf:
     __slots__ = ("_p",)
 
     def __init__(self, coefficients: Iterable[float] | np.ndarray) -> None:
-        p = _validate.probabilities("coefficients", np.asarray(coefficients, dtype=float))
+        p = np.asarray(coefficients, dtype=float)
+        # Products and powers of exact PGFs can round a probability to 1 + 2e-16 or -1e-17;
+        # such rounding is clipped, anything further outside [0, 1] is refused.
+        if p.size and p.min() >= -_ROUNDING and p.max() <= 1.0 + _ROUNDING:
+            p = np.clip(p, 0.0, 1.0)
+        p = _validate.probabilities("coefficients", p)
         if p.ndim != 1 or p.size == 0:
             raise ValueError(f"coefficients must be a non-empty 1-D array, got shape {p.shape}")
         total = float(p.sum())

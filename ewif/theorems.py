@@ -85,9 +85,9 @@ def sd_ewif(
     over arrays of ``alpha``, ``k``, ``c`` (float for scalars, ndarray otherwise).
     Exact edges: ``k = 0`` → 1, ``α = 0`` → ``1/(1 + kc)``, ``α = 1`` → ``(k+1)/(1 + kc)``.
     """
-    a = _probabilities("alpha", alpha)
-    kk = _counts("k", k)
-    cc = _costs("c", c)
+    a = _validate.probabilities("alpha", alpha)
+    kk = _validate.counts("k", k)
+    cc = _validate.costs("c", c)
     _broadcast(alpha=a, k=kk, c=cc)
     return _scalar(geometric_sum(1.0 - a, kk) / (1.0 + kk * cc))
 
@@ -164,12 +164,12 @@ def vertical_ewif(
     ``S1 = Σ_{i=1}^{k} (α α2)^i = (α − φ(α))/(1 − α)`` and ``r = φ(α)/α`` with
     ``1 − r = (1 − α) α2 G(α α2, k−1)``. Broadcasts over all six arguments.
     """
-    a = _probabilities("alpha", alpha)
-    a2 = _probabilities("alpha2", alpha2)
-    kk = _counts("k", k)
-    nn = _counts("n", n)
-    cc1 = _costs("c1", c1)
-    cc2 = _costs("c2", c2)
+    a = _validate.probabilities("alpha", alpha)
+    a2 = _validate.probabilities("alpha2", alpha2)
+    kk = _validate.counts("k", k)
+    nn = _validate.counts("n", n)
+    cc1 = _validate.costs("c1", c1)
+    cc2 = _validate.costs("c2", c2)
     _broadcast(alpha=a, alpha2=a2, k=kk, n=nn, c1=cc1, c2=cc2)
     tokens = geometric_sum(1.0 - a, nn) + _vertical_excess(a, a2, kk, nn)
     return _scalar(tokens / (1.0 + nn * cc1 + nn * kk * cc2))
@@ -196,11 +196,11 @@ def vertical_c2_threshold(
     (α = 1 included, via the limit); with ``α = 0`` or ``α2 = 0`` the cascade never wins.
     For ``c2 > c2*`` the paper's "vertical cascade almost always improves EWIF" fails.
     """
-    a = _probabilities("alpha", alpha)
-    a2 = _probabilities("alpha2", alpha2)
-    kk = _counts("k", k, minimum=1)
-    nn = _counts("n", n, minimum=1)
-    cc1 = _costs("c1", c1)
+    a = _validate.probabilities("alpha", alpha)
+    a2 = _validate.probabilities("alpha2", alpha2)
+    kk = _validate.counts("k", k, minimum=1)
+    nn = _validate.counts("n", n, minimum=1)
+    cc1 = _validate.costs("c1", c1)
     _broadcast(alpha=a, alpha2=a2, k=kk, n=nn, c1=cc1)
     excess = _vertical_excess(a, a2, kk, nn)
     return _scalar((1.0 + nn * cc1) * excess / (nn * kk * geometric_sum(1.0 - a, nn)))
@@ -213,47 +213,6 @@ def _vertical_excess(a: np.ndarray, a2: np.ndarray, k: np.ndarray, n: np.ndarray
     s1 = aa2 * inner
     gap_r = (1.0 - a) * a2 * inner  # 1 − φ(α)/α
     return np.power(a, n) * s1 * geometric_sum(gap_r, n - 1)
-
-
-def _probabilities(name: str, value: object) -> np.ndarray:
-    """Like ``_validate.probabilities`` but scalars get the scalar message, non-numeric input
-    (str, bool) is refused instead of being converted by numpy, and valid arrays are
-    accepted after two fast reductions (NaN fails both comparisons)."""
-    value = _numeric(name, value)
-    if np.ndim(value) == 0:
-        return np.asarray(_validate.probability(name, value))
-    arr = np.asarray(value, dtype=float)
-    if arr.size and not (arr.min() >= 0.0 and arr.max() <= 1.0):
-        _validate.probabilities(name, arr)  # raises, naming the offending value
-    return arr
-
-
-def _costs(name: str, value: object) -> np.ndarray:
-    value = _numeric(name, value)
-    if np.ndim(value) == 0:
-        return np.asarray(_validate.cost(name, value))
-    arr = np.asarray(value, dtype=float)
-    if arr.size and not (arr.min() >= 0.0 and np.isfinite(arr.max())):
-        _validate.costs(name, arr)  # raises, naming the offending value
-    return arr
-
-
-def _counts(name: str, value: object, minimum: int = 0) -> np.ndarray:
-    value = _numeric(name, value)
-    if np.ndim(value) == 0:
-        return np.asarray(_validate.count(name, value, minimum))
-    arr = np.asarray(value)
-    if arr.dtype.kind in "iu" and (arr.size == 0 or arr.min() >= minimum):
-        return arr.astype(np.int64, copy=False)
-    return _validate.counts(name, arr, minimum)
-
-
-def _numeric(name: str, value: object) -> object:
-    if isinstance(value, np.ndarray) and value.ndim == 0:
-        value = value.item()
-    if np.ndim(value) > 0 and np.asarray(value).dtype.kind not in "iuf":
-        raise ValueError(f"{name} must hold real numbers, got {value!r}")
-    return value
 
 
 def _pgf(name: str, value: object) -> Pgf:

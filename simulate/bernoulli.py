@@ -170,10 +170,9 @@ class IidAcceptance:
         """Leading acceptances over the draft (see ``AcceptanceProcess``)."""
         m = steps.size
         accepted = np.zeros(m, dtype=np.int64)
-        if not blocks:
-            return accepted
-        e = rng.standard_exponential(m)
-        alive: np.ndarray | None = None  # None: every step still alive
+        alive: np.ndarray | None = None  # None: every step is still alive
+        e: np.ndarray | None = None
+        last = len(blocks) - 1
         for i, (j, length) in enumerate(blocks):
             a = float(self.alpha[r, j])
             if a <= 0.0:
@@ -182,16 +181,19 @@ class IidAcceptance:
                 accepted += length if alive is None else length * alive
                 continue
             h = -math.log(a)
-            e *= 1.0 / h  # now in units of tokens
-            take = np.minimum(e, length).astype(np.int64)
-            if alive is None:
-                accepted += take
-                alive = take == length
+            if e is None:
+                e = rng.standard_exponential(m)
+            e *= 1.0 / h  # in units of tokens
+            if i == last:  # no residual needed: clip in place
+                take = np.minimum(e, length, out=e).astype(np.int64)
             else:
+                take = np.minimum(e, length).astype(np.int64)
+            if alive is not None:
                 take *= alive
-                accepted += take
-                alive &= take == length
-            if i + 1 < len(blocks):
+            accepted += take
+            if i < last:
+                full = take == length
+                alive = full if alive is None else alive & full
                 e -= length
                 e *= h  # the memoryless residual, back in Exp(1) units
         return accepted
@@ -235,28 +237,26 @@ class Engine:
         n1 = spec.n + 1
         self._log: list[list[tuple[np.ndarray, np.ndarray]]] = [[] for _ in range(n1)]
         tokens, draft, accepted = self._review(0, np.arange(size), rng)
-        # Passes and processed positions m per step, from the log of review calls:
-        # a review pass over D draft tokens processes D + 1 positions.
+        # Passes per step, from the log of review calls; a pass processes m = 1 position
+        # (leaf) or D + 1 (review of D drafted tokens): cost = (c + cpt)·passes + cpt·D.
         calls = np.zeros((n1, size), dtype=np.int64)
-        positions = np.zeros((n1, size), dtype=np.int64)
+        drafted = np.zeros((n1, size), dtype=np.int64)
         for r, log in enumerate(self._log):
             if log:
                 where = np.concatenate([w for w, _ in log])
                 calls[r] = np.bincount(where, minlength=size)
-                positions[r] = calls[r]
                 if spec.cost_per_token[r]:
-                    drafted = np.bincount(
-                        where, weights=np.concatenate([d for _, d in log]), minlength=size
-                    )
-                    positions[r] += drafted.astype(np.int64)
+                    weights = np.concatenate([d for _, d in log])
+                    drafted[r] = np.bincount(where, weights=weights, minlength=size)
         # A leaf j makes K[r, j-1] one-position passes in every review call of r.
         for j in range(1, n1):
             if self._leaf[j]:
                 for r in range(j):
                     if spec.K[r, j - 1]:
                         calls[j] += spec.K[r, j - 1] * calls[r]
-                positions[j] = calls[j]
-        cost = _weighted(spec.cost, calls) + _weighted(spec.cost_per_token, positions)
+        cost = _weighted(spec.cost + spec.cost_per_token, calls)
+        if spec.cost_per_token.any():
+            cost += _weighted(spec.cost_per_token, drafted)
         return StepBatch(tokens, cost, calls, draft, accepted)
 
     def _review(

@@ -53,7 +53,7 @@ class SyntheticLM:
             raise ValueError("table rows must each sum to 1")
         self.name = str(name)
         self.vocab_size = vocab
-        self.table = probs / probs.sum(axis=1, keepdims=True)
+        self.table = probs.copy()
         self.table.setflags(write=False)
         with np.errstate(divide="ignore"):
             self._logits = np.log(self.table)
@@ -94,7 +94,7 @@ class SyntheticLM:
                 f"alpha must be in [{1.0 - tv.min():.6g}, 1] for this model and seed, got {alpha!r}"
             )
         eps = ((1.0 - a) / tv)[:, None]
-        mixed = (1.0 - eps) * self.table + eps * noise
+        mixed = self.table if a == 1.0 else (1.0 - eps) * self.table + eps * noise
         return SyntheticLM(mixed, self.context, name or f"{self.name}~{a:g}")
 
     def distribution(self, tokens: Sequence[int]) -> np.ndarray:

@@ -101,7 +101,7 @@ def test_count_message_states_the_range() -> None:
 def test_non_numeric_arrays_are_refused() -> None:
     with pytest.raises(ValueError, match="alpha must hold real numbers"):
         sd_ewif(["0.5", "0.6"], 2, 0.1)
-    with pytest.raises(ValueError, match="k must hold real numbers"):
+    with pytest.raises(ValueError, match="k must hold integers >= 0"):
         sd_ewif(0.5, np.array([True, False]), 0.1)
 
 

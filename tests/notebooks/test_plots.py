@@ -121,7 +121,7 @@ def test_plot_calibration_writes_an_image(results_file, tmp_path, suffix):
 def test_plot_calibration_bad_input(tmp_path, results_file):
     wrong = tmp_path / "models.json"
     wrong.write_text(json.dumps({"schema": "csd.models/1", "models": []}))
-    with pytest.raises(ValueError, match="schema must be 'csd.results/1'"):
+    with pytest.raises(ValueError, match=r"schema must be 'csd\.results/1'"):
         plot_calibration(wrong)
     with pytest.raises(ValueError, match="unknown suffix"):
         plot_calibration(results_file, tmp_path / "x.gif")
@@ -298,7 +298,7 @@ def test_csd_plot_decay_with_measured_points(capsys, tmp_path, results_file, mod
 )
 def test_csd_plot_bad_input_is_one_line_exit_2(capsys, tmp_path, monkeypatch, argv, message):
     monkeypatch.chdir(tmp_path)
-    rc, stdout, err = csd(capsys, *argv)
+    rc, _, err = csd(capsys, *argv)
     assert rc == 2
     assert message in err and err.count("\n") == 1
     assert not list(tmp_path.iterdir())  # nothing written
