@@ -169,7 +169,7 @@ class IidAcceptance:
     def accepted(self, r, blocks, steps, rng):
         """Leading acceptances over the draft (see ``AcceptanceProcess``)."""
         m = steps.size
-        accepted = np.zeros(m, dtype=np.int64)
+        accepted: np.ndarray | None = None  # None: nothing accepted yet
         alive: np.ndarray | None = None  # None: every step is still alive
         e: np.ndarray | None = None
         last = len(blocks) - 1
@@ -178,7 +178,8 @@ class IidAcceptance:
             if a <= 0.0:
                 break
             if a >= 1.0:
-                accepted += length if alive is None else length * alive
+                take = length if alive is None else length * alive
+                accepted = take.copy() if accepted is None else accepted + take
                 continue
             h = -math.log(a)
             if e is None:
@@ -190,13 +191,13 @@ class IidAcceptance:
                 take = np.minimum(e, length).astype(np.int64)
             if alive is not None:
                 take *= alive
-            accepted += take
+            accepted = take if accepted is None else accepted + take
             if i < last:
                 full = take == length
                 alive = full if alive is None else alive & full
                 e -= length
                 e *= h  # the memoryless residual, back in Exp(1) units
-        return accepted
+        return np.zeros(m, dtype=np.int64) if accepted is None else accepted
 
 
 @dataclass
