@@ -64,12 +64,12 @@ def _parse_K(text: str) -> list[list[int]]:
 def _recommended(ms: Any, fill: str, lenience: float | None) -> tuple[Any, str, float]:
     """What ``csd recommend`` picks by default: the paper space for target + 2 drafters +
     a zero-cost MaG, else every upper-triangular K with entries 0..12."""
-    from ewif import optimize as opt
+    from ewif.optimize import optimize, paper_bounds
 
     leniences = None if lenience is None else [lenience]
     paper = len(ms.models) == 4 and ms.cost[3] == 0 and ms.cost[1] >= ms.cost[2] > 0
-    bounds = opt.paper_bounds(30, 10) if paper else (0, 12)
-    result = opt.optimize(ms, bounds=bounds, leniences=leniences, subsets=False, fill=fill)
+    bounds = paper_bounds(30, 10) if paper else (0, 12)
+    result = optimize(ms, bounds=bounds, leniences=leniences, subsets=False, fill=fill)
     return result.cascade(), "recommended by ewif.optimize", result.best.lenience
 
 

@@ -5,3 +5,16 @@ small model interface in :mod:`simulate.tokens.interface`. ``simulate`` runs it 
 seeded synthetic language models to check losslessness; ``realrun`` runs the very same
 code on Hugging Face models.
 """
+
+from simulate.tokens.cascade import CascadeDecoder, CascadeStats, GenerationResult
+from simulate.tokens.interface import Proposer, TokenModel
+from simulate.tokens.sampling import Decoding
+
+__all__ = [
+    "CascadeDecoder",
+    "CascadeStats",
+    "Decoding",
+    "GenerationResult",
+    "Proposer",
+    "TokenModel",
+]

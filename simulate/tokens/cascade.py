@@ -97,7 +97,7 @@ class CascadeStats:
         width = max(len(self.target_position_counts[0]), len(other.target_position_counts[0]))
         positions = tuple(
             np.pad(a, (0, width - len(a))) + np.pad(b, (0, width - len(b)))
-            for a, b in zip(self.target_position_counts, other.target_position_counts)
+            for a, b in zip(self.target_position_counts, other.target_position_counts, strict=True)
         )
         return CascadeStats(
             passes=self.passes + other.passes,
@@ -108,6 +108,12 @@ class CascadeStats:
             target_position_counts=positions,
             sources=self.sources + other.sources,
         )
+
+    def __radd__(self, other: object) -> CascadeStats:
+        """``0 + stats`` is ``stats``, so ``sum(list_of_stats)`` works."""
+        if isinstance(other, int) and other == 0:
+            return self
+        return NotImplemented
 
 
 class GenerationResult:
@@ -429,9 +435,7 @@ def _check_budgets(K: object, n: int) -> list[list[int]]:
     if n == 0 and arr.size == 0:
         return []
     if arr.shape != (n, n):
-        raise ValueError(
-            f"K must have shape ({n}, {n}) for {n} drafter(s), got shape {arr.shape}"
-        )
+        raise ValueError(f"K must have shape ({n}, {n}) for {n} drafter(s), got shape {arr.shape}")
     arr = _validate.counts("K", arr)
     low = np.argwhere(np.tril(arr, -1))
     if len(low):

@@ -35,6 +35,9 @@ class TokenModel(Protocol):
     cached tokens, but never beyond ``len(tokens) - n`` (those positions are re-fed so
     their logits can be returned), discards the rest (rollback after a rejection), and
     feeds the remaining tokens in one pass. Results must equal a from-scratch pass.
+    The cascade decoder never mutates a ``tokens`` list after passing it, so a model may
+    keep that list as the record of its cached tokens. Callers must not write into the
+    returned array (it may be a view of a model's internal table).
     """
 
     name: str

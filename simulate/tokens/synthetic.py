@@ -114,7 +114,7 @@ class SyntheticLM:
     def _index(self, tokens: Sequence[int], end: int) -> int:
         pad = self.vocab_size
         idx = 0
-        for w, pos in zip(self._weights, range(end - self.context, end)):
+        for w, pos in zip(self._weights, range(end - self.context, end), strict=True):
             idx += w * (tokens[pos] if pos >= 0 else pad)
         return idx
 
@@ -148,9 +148,7 @@ class SyntheticProposer:
     @classmethod
     def distilled(cls, model: SyntheticLM, name: str = "proposer") -> SyntheticProposer:
         """Bigram table of ``model``'s argmax next token given only the last token."""
-        return cls(
-            [int(np.argmax(model.distribution([t]))) for t in range(model.vocab_size)], name
-        )
+        return cls([int(np.argmax(model.distribution([t]))) for t in range(model.vocab_size)], name)
 
     def propose(self, tokens: Sequence[int], prompt_length: int, k: int) -> list[int]:
         seq = list(tokens)

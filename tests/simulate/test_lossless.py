@@ -173,3 +173,16 @@ def test_sample_prefixes_stops_on_interrupt() -> None:
     dec = CascadeDecoder([Interrupting()], [], decoding=Decoding(1.0))
     counts, interrupted = sample_prefixes(dec, PROMPT, 1, 100)
     assert interrupted and sum(counts.values()) == 5
+
+
+def test_naive_laws_under_lenience_are_detected_as_lossy(monkeypatch) -> None:
+    """Handing a leniently reviewed token upward with the reviewer's own distribution as
+    its law (instead of (★)) breaks losslessness at lenience 5 — the check detects it with
+    10^4 samples (seed 15) — which is why the cascade carries (★)."""
+    import simulate.tokens.review as review
+
+    monkeypatch.setattr(review, "output_law", lambda q, x, p, lenience: p)
+    models, K = CASCADES["two_level_proposer"]
+    dec = CascadeDecoder(models, K, lenience=5.0, decoding=Decoding(1.0), seed=15)
+    report = check_lossless(dec, PROMPT, M, 10_000, LEVEL)
+    assert report.test.p_value < 1e-9

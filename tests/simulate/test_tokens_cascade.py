@@ -3,9 +3,6 @@ decoding, stop conditions inside accepted chunks, statistics, and bad input."""
 
 from __future__ import annotations
 
-import operator
-from functools import reduce
-
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -96,29 +93,30 @@ def test_plain_sd_statistics_match_the_bernoulli_model() -> None:
     and the per-position acceptance lies in its 99.9% binomial interval."""
     alpha, k = 0.8, 3
     dec = CascadeDecoder([TARGET, D1], [[k]], decoding=SAMPLING, seed=5)
-    st_ = reduce(operator.add, (dec.generate([1, 2], 100).stats for _ in range(120)))
+    st_ = sum(dec.generate([1, 2], 100).stats for _ in range(120))
     law = {(i,): (1 - alpha) * alpha ** (i - 1) for i in range(1, k + 1)}
     law[(k + 1,)] = alpha**k
     counts = {(i,): st_.accepted_lengths.count(i) for i in range(1, k + 2)}
     assert chi_square(counts, law).p_value >= 1e-3
     reached, accepted = st_.target_position_counts
     z = stats.norm.ppf(1 - 0.0005)
-    for n, a in zip(reached, accepted):
+    for n, a in zip(reached, accepted, strict=True):
         assert abs(a / n - alpha) <= z * np.sqrt(alpha * (1 - alpha) / n)
     assert st_.passes.tolist() == [st_.target_steps, k * st_.target_steps]
     reviewed, ok = st_.reviews[(0, 1)]
     assert ok == sum(st_.accepted_lengths) - st_.target_steps
     assert reviewed == sum(min(n, k) for n in st_.accepted_lengths)
     assert st_.acceptance(0, 1) == ok / reviewed
-    assert st_.mean_accepted_length == pytest.approx(
-        (1 - alpha ** (k + 1)) / (1 - alpha), rel=0.02
-    )
+    assert st_.mean_accepted_length == pytest.approx((1 - alpha ** (k + 1)) / (1 - alpha), rel=0.02)
 
 
 def test_three_level_statistics_and_sources() -> None:
     dec = CascadeDecoder(
-        [TARGET, D1, D2, PROP], [[1, 0, 2], [0, 2, 1], [0, 0, 2]], lenience=3.0,
-        decoding=SAMPLING, seed=6,
+        [TARGET, D1, D2, PROP],
+        [[1, 0, 2], [0, 2, 1], [0, 0, 2]],
+        lenience=3.0,
+        decoding=SAMPLING,
+        seed=6,
     )
     res = dec.generate([1, 2, 1, 2], 300)
     s = res.stats
@@ -138,6 +136,7 @@ def test_three_level_statistics_and_sources() -> None:
     assert (total.passes == s.passes + other.passes).all()
     assert total.reviews[(1, 2)][0] == s.reviews[(1, 2)][0] + other.reviews.get((1, 2), (0, 0))[0]
     assert total.sources == s.sources + other.sources
+    assert sum([s, other]).accepted_lengths == total.accepted_lengths
 
 
 def test_proposer_without_source_labels_is_counted_by_name() -> None:

@@ -33,10 +33,10 @@ lenience = st.one_of(st.just(1.0), st.floats(1.0, 10.0), st.just(1e9))
 
 
 @given(laws(), laws(), lenience, st.integers(0, V - 1))
-def test_output_law_is_a_distribution_with_at_least_the_accepted_mass(q, p, l, x) -> None:
-    r = output_law(q, x, p, l)
+def test_output_law_is_a_distribution_with_at_least_the_accepted_mass(q, p, lam, x) -> None:
+    r = output_law(q, x, p, lam)
     assert r.min() >= 0.0 and r.sum() == pytest.approx(1.0, abs=1e-12)
-    assert (r >= np.minimum(q, l * p) - 1e-12).all()
+    assert (r >= np.minimum(q, lam * p) - 1e-12).all()
 
 
 @given(laws(), laws(), st.integers(0, V - 1))
@@ -57,12 +57,12 @@ def test_infinite_lenience_accepts_the_draft_law(q, p, x) -> None:
 
 
 @given(laws(), lenience, st.integers(0, V - 1))
-def test_point_mass_matches_the_dense_one_hot_law(p, l, x) -> None:
+def test_point_mass_matches_the_dense_one_hot_law(p, lam, x) -> None:
     one_hot = np.eye(V)[x]
-    sparse = output_law(None, x, p, l)
-    dense = output_law(one_hot, x, p, l)
+    sparse = output_law(None, x, p, lam)
+    dense = output_law(one_hot, x, p, lam)
     np.testing.assert_allclose(one_hot if sparse is None else sparse, dense, atol=1e-12)
-    assert (sparse is None) == (l != 1.0 and l * p[x] >= 1.0)
+    assert (sparse is None) == (lam != 1.0 and lam * p[x] >= 1.0)
 
 
 @pytest.mark.parametrize(("lenience", "point_mass"), [(1.0, False), (3.0, False), (3.0, True)])

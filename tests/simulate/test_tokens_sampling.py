@@ -51,9 +51,9 @@ def test_top_p_keeps_the_smallest_nucleus_reaching_top_p(z, top_p) -> None:
     order = sorted(range(len(z)), key=lambda i: (-full[i], i))
     mass_before = 0.0
     for i in order:  # kept iff the mass ranked strictly before it is < top_p
-        assert kept[i] == (mass_before < top_p * full.sum() - 1e-12) or abs(
-            mass_before - top_p
-        ) < 1e-9
+        assert (
+            kept[i] == (mass_before < top_p * full.sum() - 1e-12) or abs(mass_before - top_p) < 1e-9
+        )
         mass_before += full[i]
     np.testing.assert_allclose(p[kept], full[kept] / full[kept].sum(), rtol=1e-9)
 

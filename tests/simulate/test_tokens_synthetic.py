@@ -35,7 +35,7 @@ def test_logits_are_log_probabilities_of_the_last_n_prefixes() -> None:
     seq = [3, 1, 4, 1, 5]
     out = TARGET.logits(seq, 3)
     assert out.shape == (3, 8)
-    for row, end in zip(out, (3, 4, 5)):
+    for row, end in zip(out, (3, 4, 5), strict=True):
         np.testing.assert_allclose(np.exp(row), TARGET.distribution(seq[:end]))
     # the context is the last two tokens, padded before the start
     np.testing.assert_array_equal(TARGET.distribution([9 % 8, 3, 1]), TARGET.distribution([3, 1]))
