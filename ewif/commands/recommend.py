@@ -45,37 +45,16 @@ def load_source(args: argparse.Namespace):
     return presets.load_preset(name), f"preset {name}"
 
 
-def _is_paper_shape(ms) -> bool:
-    return len(ms.models) == 4 and ms.cost[3] == 0 and ms.cost[1] >= ms.cost[2] > 0
-
-
 def run(args: argparse.Namespace) -> int:
-    from ewif.optimize import best_sd, optimize, paper_bounds
+    from ewif.optimize import best_sd, optimize, search_space
 
     ms, where = load_source(args)
-    space = args.space
-    if space == "auto":
-        space = "paper" if _is_paper_shape(ms) else "full"
-    k_max = args.k_max if args.k_max is not None else (30 if space == "paper" else 12)
-    if k_max < 1:
-        raise ValueError(f"--k-max must be an integer >= 1, got {k_max}")
     if args.top < 1:
         raise ValueError(f"--top must be an integer >= 1, got {args.top}")
     plot_paths = _plot_paths(args.plot) if args.plot else None
-    if space == "paper":
-        if len(ms.models) != 4:
-            raise ValueError(
-                f"--space paper needs 4 models (target, BASE, SMALL, MaG), the set has "
-                f"{list(ms.models)}"
-            )
-        bounds = paper_bounds(k_max, args.mag_block)
-        label = (f"paper space: k11, k12, k22 in 1..{k_max}, MaG blocks {args.mag_block}")
-        result = optimize(ms, bounds=bounds, leniences=args.lenience, subsets=False,
-                              fill=args.fill, top=args.top)
-    else:
-        label = f"full upper-triangular K, entries 0..{k_max} (all drafter subsets)"
-        result = optimize(ms, bounds=(0, k_max), leniences=args.lenience, subsets=False,
-                              fill=args.fill, top=args.top)
+    bounds, label, k_max = search_space(ms, args.space, args.k_max, args.mag_block)
+    result = optimize(ms, bounds=bounds, leniences=args.lenience, subsets=False,
+                      fill=args.fill, top=args.top)
     best = result.best
     casc = result.cascade()
     sd = best_sd(ms)

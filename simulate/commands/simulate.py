@@ -62,13 +62,11 @@ def _parse_K(text: str) -> list[list[int]]:
 
 
 def _recommended(ms: Any, fill: str, lenience: float | None) -> tuple[Any, str, float]:
-    """What ``csd recommend`` picks by default: the paper space for target + 2 drafters +
-    a zero-cost MaG, else every upper-triangular K with entries 0..12."""
-    from ewif.optimize import optimize, paper_bounds
+    """What ``csd recommend`` picks by default (:func:`ewif.optimize.search_space`)."""
+    from ewif.optimize import optimize, search_space
 
     leniences = None if lenience is None else [lenience]
-    paper = len(ms.models) == 4 and ms.cost[3] == 0 and ms.cost[1] >= ms.cost[2] > 0
-    bounds = paper_bounds(30, 10) if paper else (0, 12)
+    bounds = search_space(ms).bounds
     result = optimize(ms, bounds=bounds, leniences=leniences, subsets=False, fill=fill)
     return result.cascade(), "recommended by ewif.optimize", result.best.lenience
 
