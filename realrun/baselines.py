@@ -10,11 +10,14 @@ the cascade runs:
 * ``prompt lookup`` — ``generate(prompt_lookup_num_tokens=k)``, n-gram matching against the
   prompt (transformers' default n-gram size).
 
-Timing excludes the target's prompt prefill, as for the cascade runs: the target's KV
-cache of ``prompt[:-1]`` is built before the clock starts and passed as
-``past_key_values``, so ``generate`` feeds the last prompt token and then decodes. (The
-assistant of assisted generation prefills its own cache inside ``generate``; that cost,
-one drafter pass over the prompt, is included — see the run's metadata.)
+Timing excludes the target's prompt prefill, as for the cascade runs. Autoregressive: the
+target's KV cache of ``prompt[:-1]`` is built before the clock starts and passed as
+``past_key_values``, so ``generate`` feeds the last prompt token and then decodes.
+Assisted and prompt lookup: transformers (5.x) produces *wrong* tokens for prompt lookup
+when given such a pre-filled cache (observed: greedy output differs from plain greedy), so
+these run from scratch and the separately timed prefill pass of the target over
+``prompt[:-1]`` (run just before, same shapes) is subtracted. The assistant's own prefill
+(one drafter pass over the prompt) stays included.
 """
 
 from __future__ import annotations
@@ -31,10 +34,12 @@ from ewif import _validate
 
 @dataclass(frozen=True)
 class HFGeneration:
-    """New tokens (EOS included when reached) and the wall seconds of ``generate``."""
+    """New tokens (EOS included when reached), the wall seconds of decoding (``generate``
+    minus the target's prefill) and the target prefill seconds that were excluded."""
 
     tokens: list[int]
     seconds: float
+    prefill_seconds: float
 
 
 def prefilled_cache(model: PreTrainedModel, prompt: Sequence[int]) -> DynamicCache:
@@ -68,6 +73,7 @@ def hf_generate(
     if assistant_model is not None and prompt_lookup_num_tokens is not None:
         raise ValueError("give assistant_model or prompt_lookup_num_tokens, not both")
     extra: dict = {}
+    lookup: dict = {}
     if assistant_model is not None:
         if not isinstance(assistant_model, PreTrainedModel):
             raise TypeError(
@@ -75,7 +81,7 @@ def hf_generate(
             )
         extra["assistant_model"] = assistant_model
     if prompt_lookup_num_tokens is not None:
-        extra["prompt_lookup_num_tokens"] = _validate.count(
+        lookup["prompt_lookup_num_tokens"] = _validate.count(
             "prompt_lookup_num_tokens", prompt_lookup_num_tokens, minimum=1
         )
     pad = eos_token_id if eos_token_id is not None else model.config.pad_token_id
@@ -87,9 +93,16 @@ def hf_generate(
         temperature=None,
         top_p=None,
         top_k=None,
+        **lookup,
     )
     device = model.get_output_embeddings().weight.device
+    start = time.perf_counter()
     cache = prefilled_cache(model, ids)
+    _sync(device)
+    prefill = time.perf_counter() - start
+    assisted = bool(extra or lookup)
+    if assisted:
+        cache = None  # see the module docstring: generate from scratch, subtract the prefill
     input_ids = torch.tensor([ids], device=device)
     start = time.perf_counter()
     with torch.inference_mode():
@@ -100,10 +113,14 @@ def hf_generate(
             past_key_values=cache,
             **extra,
         )
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-    seconds = time.perf_counter() - start
+    _sync(device)
+    seconds = time.perf_counter() - start - (prefill if assisted else 0.0)
     tokens = [int(t) for t in out[0, len(ids):].tolist()]
     if eos_token_id is not None and eos_token_id in tokens:
         tokens = tokens[: tokens.index(eos_token_id) + 1]
-    return HFGeneration(tokens, seconds)
+    return HFGeneration(tokens, max(seconds, 0.0), prefill)
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)

@@ -14,7 +14,9 @@ where ``n_c`` is a seeded random distribution on the less likely half of the voc
 under ``p(·|c)``. Since ``TV(p, p_d) = ε_c·TV(p, n_c) = 1 − α``, speculative sampling of
 a ``p_d`` draft by ``p`` (temperature 1, lenience 1) accepts with probability exactly
 ``Σ min(p, p_d) = 1 − TV = α`` in *every* context — the i.i.d. Bernoulli acceptance the
-EWIF theory assumes. ``alpha`` may range over ``[1 − min_c TV(p(·|c), n_c), 1]``.
+EWIF theory assumes. ``alpha`` may range over ``[1 − min_c TV(p(·|c), n_c), 1]``, which
+always contains ``[0.5, 1]`` (the less likely half holds mass ``<= 1/2``, so
+``TV(p, n_c) >= 1/2``).
 
 :class:`SyntheticProposer` is a deterministic Max-Gram-like drafter: continue the latest
 earlier occurrence of the last token (labelled ``"prompt"`` or ``"generated"`` by where the

@@ -15,12 +15,9 @@ TARGET = SyntheticLM.random(8, 2, seed=1)
 
 @given(st.floats(0.5, 1.0), st.integers(0, 1000), st.integers(2, 16), st.integers(1, 2))
 def test_drafter_acceptance_is_exactly_alpha_in_every_context(alpha, seed, vocab, context):
+    """Every alpha in [0.5, 1] is reachable, for any table."""
     target = SyntheticLM.random(vocab, context, seed=seed)
-    try:
-        d = target.drafter(alpha, seed=seed + 1)
-    except ValueError as err:  # alpha below this table's reachable minimum
-        assert "alpha must be in" in str(err)
-        return
+    d = target.drafter(alpha, seed=seed + 1)
     np.testing.assert_allclose(acceptance_rates(target, d), alpha, atol=1e-12)
     np.testing.assert_allclose(d.table.sum(axis=1), 1.0, atol=1e-12)
 

@@ -1,0 +1,63 @@
+"""Human-readable tables of a real-model run (:class:`ewif.results.Results`) and a model set."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ewif.io import ModelSet
+from ewif.results import Results
+
+
+def _f(value: float | None, spec: str = ".3f") -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def format_results(results: Results) -> str:
+    """One row per method: tokens/s, speed-up vs AR, ewif prediction, |pred/meas − 1|, SWI,
+    mean accepted length (bonus included); then acceptance by position of sd/csd methods."""
+    head = (f"{results.family} on {results.device}: {results.prompts} prompts, "
+            f"max_new_tokens={results.max_new_tokens}, temperature="
+            f"{results.decoding['temperature']:g}, top_p={results.decoding['top_p']:g}")
+    width = max(len(m.name) for m in results.methods)
+    rows = [head, f"{'method':<{width}}  tokens/s  speedup  predicted  |pred/meas-1|    SWI"
+                  "  accepted/step"]
+    for m in results.methods:
+        err = m.prediction_error
+        rows.append(
+            f"{m.name:<{width}}  {m.tokens_per_s:8.3f}  {_f(m.speedup):>7}  "
+            f"{_f(m.predicted_speedup):>9}  {_f(None if err is None else 100 * err, '.1f'):>12}%"
+            f"  {_f(m.swi):>5}  {_f(m.mean_accepted_length, '.2f'):>13}"
+        )
+    for m in results.methods:
+        curves = m.acceptance_by_position
+        if curves:
+            shown = min(8, len(curves["measured"]))
+            meas = " ".join(f"{v:.2f}" for v in curves["measured"][:shown])
+            rows.append(f"P(position i accepted), {m.name}: measured {meas}")
+            if "predicted" in curves:
+                pred = " ".join(f"{v:.2f}" for v in curves["predicted"][:shown])
+                rows.append(f"{'':>{len('P(position i accepted), ') + len(m.name)}}"
+                            f"  ewif     {pred}")
+    diff = results.metadata.get("outputs_differing_from_AR")
+    if diff:
+        rows.append("prompts whose output differs from AR: "
+                    + ", ".join(f"{k}={v}" for k, v in diff.items()))
+    if results.metadata.get("interrupted"):
+        rows.append("(interrupted: partial results over the prompts finished)")
+    return "\n".join(rows)
+
+
+def format_model_set(model_set: ModelSet) -> str:
+    """Costs (per pass and per token, in target passes) and α of every measured pair."""
+    names = model_set.models
+    width = max(len(n) for n in names)
+    rows = [f"{'model':<{width}}  cost   cost/token"]
+    for n, c, t in zip(names, model_set.cost, model_set.cost_per_token, strict=True):
+        rows.append(f"{n:<{width}}  {c:.4f} {t:.4f}")
+    for lenience in model_set.leniences:
+        mat = model_set.alpha[lenience]
+        pairs = [f"{names[r]}<-{names[j]} {mat[r, j]:.3f}"
+                 for r in range(len(names)) for j in range(r + 1, len(names))
+                 if not np.isnan(mat[r, j])]
+        rows.append(f"alpha (lenience {lenience:g}): " + ", ".join(pairs))
+    return "\n".join(rows)

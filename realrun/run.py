@@ -1,0 +1,300 @@
+"""Run a cascade and the baselines side by side on a prompt set; compare with ewif's prediction.
+
+Methods (:class:`Method`) of one run, all greedy or all with one decoding, same prompts,
+same ``max_new_tokens`` and EOS:
+
+* ``autoregressive`` — the target alone through transformers' ``generate`` (the reference;
+  with sampling, our decoder with an empty K, because transformers' sampler draws other
+  random numbers);
+* ``sd`` — plain speculative decoding with one drafter and budget ``k`` (our
+  :class:`~simulate.tokens.cascade.CascadeDecoder`, ``K = [[k]]``);
+* ``csd`` — a cascade ``models``/``K``/``lenience`` (given, or recommended by
+  :func:`ewif.optimize.optimize` on the measured model set);
+* ``hf-assisted`` / ``hf-prompt-lookup`` — transformers' assisted generation with a neural
+  drafter, and prompt lookup decoding (:mod:`realrun.baselines`).
+
+The prompts form the outer loop and the methods the inner one, rotated by one place per
+prompt, so slow drifts of a shared machine's speed hit every method alike. Wall time of a
+method excludes the prompt prefill of its models (caches are filled before the clock
+starts; see :mod:`realrun.baselines` for transformers' methods), so the measured speed-up is
+the steady-state decoding speed-up that EWIF predicts.
+
+Reported per method (:mod:`ewif.results`): ``tokens_per_s`` = tokens / seconds over all
+prompts; ``speedup`` against AR of the same run; ``predicted_speedup`` = ewif's exact EWIF
+of the configuration for the measured α and c; ``swi`` = tokens·(1 + cost_per_token[0]) /
+Σ over counted passes of (cost_i + cost_per_token_i·m) — the standardized walltime
+improvement from the passes the run actually made (a pass feeding m positions; Max-Gram:
+cost per proposed token); ``mean_accepted_length`` = tokens per target step, bonus token
+included (vLLM's convention; AR = 1); acceptance by draft position at the target,
+measured ``P(position i exists and is accepted)`` (accepted count / target steps) next to
+ewif's :meth:`~ewif.cascade.Cascade.acceptance_by_position`. Greedy runs also record, per
+method, on how many prompts the output differs from AR's (0 expected: lossless).
+
+Ctrl-C stops after the current prompt's partial work is discarded; the result holds the
+prompts every method finished (``metadata.interrupted``).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from ewif import _validate
+from ewif.cascade import Cascade
+from ewif.io import ModelSet
+from ewif.optimize import optimize
+from ewif.results import MethodResult, Results, with_speedups
+from realrun.baselines import hf_generate
+from realrun.hf_model import HFTokenModel
+from simulate.tokens.cascade import CascadeDecoder, CascadeStats
+from simulate.tokens.interface import Proposer
+from simulate.tokens.sampling import Decoding
+
+KINDS = ("autoregressive", "sd", "csd", "hf-assisted", "hf-prompt-lookup")
+
+
+@dataclass(frozen=True)
+class Method:
+    """One decoding method: ``models`` (target first) and ``K``/``lenience`` for sd/csd;
+    the assistant's name for hf-assisted (``models = (target, assistant)``); ``k`` draft
+    tokens for hf-prompt-lookup."""
+
+    name: str
+    kind: str
+    models: tuple[str, ...]
+    K: tuple[tuple[int, ...], ...] = ()
+    lenience: float = 1.0
+    k: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"method kind must be one of {', '.join(KINDS)}, got {self.kind!r}")
+        if not self.models:
+            raise ValueError(f"method {self.name!r} needs at least the target model")
+
+    @property
+    def config(self) -> dict:
+        out: dict = {"models": list(self.models)}
+        if self.kind in ("sd", "csd"):
+            out.update(K=[list(r) for r in self.K], lenience=self.lenience)
+        if self.k is not None:
+            out["prompt_lookup_num_tokens"] = self.k
+        return out
+
+
+def cascade_method(name: str, kind: str, models: Sequence[str], K: object,
+                   lenience: float = 1.0) -> Method:
+    """An sd/csd :class:`Method` with K checked to be a square integer matrix."""
+    arr = _validate.counts("K", K)
+    if arr.ndim != 2 or arr.shape != (len(models) - 1, len(models) - 1):
+        raise ValueError(
+            f"K must be a {len(models) - 1}x{len(models) - 1} matrix for models {list(models)}, "
+            f"got shape {arr.shape}"
+        )
+    return Method(name, kind, tuple(models), tuple(tuple(int(v) for v in r) for r in arr),
+                  float(lenience))
+
+
+def recommend(model_set: ModelSet, k_max: int = 12) -> Method:
+    """The ewif-optimal cascade of the measured set (subsets, K in 1..k_max, leniences)."""
+    best = optimize(model_set, bounds=(1, k_max)).best
+    return cascade_method(f"CSD {best.K.tolist()} l={best.lenience:g}", "csd", best.models,
+                          best.K, best.lenience)
+
+
+def best_sd(model_set: ModelSet, drafter: str, k_max: int = 12) -> Method:
+    """Plain SD with ``drafter`` at its ewif-optimal ``k ∈ 1..k_max``."""
+    target = model_set.models[0]
+    best = optimize(model_set, candidates=(target, drafter), bounds=(1, k_max),
+                    leniences=(1.0,), subsets=False).best
+    k = int(best.K[0, 0])
+    return cascade_method(f"SD {drafter} k={k}", "sd", (target, drafter), [[k]])
+
+
+def default_methods(model_set: ModelSet, neural: Sequence[str], *, csd: Method | None = None,
+                    k_max: int = 12, prompt_lookup_k: int = 10) -> list[Method]:
+    """AR, SD with each drafter (best k), the CSD (given or recommended), HF assisted with
+    each neural drafter in ``neural``, HF prompt lookup."""
+    target = model_set.models[0]
+    methods = [Method("AR", "autoregressive", (target,))]
+    methods += [best_sd(model_set, d, k_max) for d in model_set.models[1:]]
+    methods.append(csd if csd is not None else recommend(model_set, k_max))
+    methods += [Method(f"HF assisted {d}", "hf-assisted", (target, d))
+                for d in model_set.models[1:] if d in neural]
+    methods.append(Method(f"HF prompt lookup k={prompt_lookup_k}", "hf-prompt-lookup",
+                          (target,), k=prompt_lookup_k))
+    return methods
+
+
+@dataclass
+class _Tally:
+    """Accumulated measurements of one method."""
+
+    tokens: int = 0
+    seconds: float = 0.0
+    weighted_cost: float = 0.0
+    stats: CascadeStats | None = None
+    outputs: list[list[int]] = field(default_factory=list)
+
+    def add_stats(self, stats: CascadeStats) -> None:
+        self.stats = stats if self.stats is None else self.stats + stats
+
+
+def run(
+    methods: Sequence[Method],
+    models: Mapping[str, HFTokenModel | Proposer],
+    prompts: Sequence[Sequence[int]],
+    *,
+    model_set: ModelSet,
+    max_new_tokens: int = 64,
+    eos_token_id: int | None = None,
+    decoding: Decoding | None = None,
+    device: str = "cpu",
+    family: str = "",
+    seed: int = 0,
+    progress: bool = True,
+) -> Results:
+    """Run every method on every prompt (token-id lists) and compare (module docstring)."""
+    decoding = Decoding() if decoding is None else decoding
+    max_new_tokens = _validate.count("max_new_tokens", max_new_tokens, minimum=1)
+    prompts = [[int(t) for t in p] for p in prompts]
+    if not prompts:
+        raise ValueError("prompts must hold at least one prompt")
+    for i, p in enumerate(prompts):
+        if not p:
+            raise ValueError(f"prompts[{i}] is empty; every prompt needs at least one token")
+    methods = list(methods)
+    if not methods:
+        raise ValueError("methods must hold at least one method")
+    for m in methods:
+        for name in m.models:
+            if name not in models:
+                raise ValueError(f"method {m.name!r} uses model {name!r}, which is not loaded; "
+                                 f"loaded: {sorted(models)}")
+            if name not in model_set.models:
+                raise ValueError(f"method {m.name!r} uses model {name!r}, which the model set "
+                                 f"does not describe; it has {list(model_set.models)}")
+        if m.kind.startswith("hf-") and not decoding.greedy:
+            raise ValueError(f"method {m.name!r} ({m.kind}) is run greedy only; "
+                             "use temperature 0 or drop it")
+        if m.kind.startswith("hf-") or (m.kind == "autoregressive" and decoding.greedy):
+            for name in m.models:
+                if not isinstance(models[name], HFTokenModel):
+                    raise ValueError(f"method {m.name!r} needs a transformers model, but "
+                                     f"{name!r} is {type(models[name]).__name__}")
+    tallies = {m.name: _Tally() for m in methods}
+    done = 0
+    interrupted = False
+    bar = tqdm(total=len(prompts) * len(methods), desc="csd realrun", unit="run",
+               disable=not progress)
+    try:
+        for i, prompt in enumerate(prompts):
+            order = methods[i % len(methods):] + methods[: i % len(methods)]
+            partial = {}
+            for m in order:
+                partial[m.name] = _run_one(m, models, model_set, prompt, max_new_tokens,
+                                           eos_token_id, decoding, seed + i)
+                bar.update(1)
+            for name, (tokens, seconds, cost, stats) in partial.items():
+                t = tallies[name]
+                t.tokens += len(tokens)
+                t.seconds += seconds
+                t.weighted_cost += cost
+                t.outputs.append(tokens)
+                if stats is not None:
+                    t.add_stats(stats)
+            done += 1
+    except KeyboardInterrupt:
+        interrupted = True
+    finally:
+        bar.close()
+    if done == 0:
+        raise KeyboardInterrupt
+    return _results(methods, tallies, model_set, done, max_new_tokens, decoding, device,
+                    family, interrupted)
+
+
+def _run_one(m: Method, models, model_set: ModelSet, prompt: list[int], max_new_tokens: int,
+             eos: int | None, decoding: Decoding, seed: int):
+    """(tokens, seconds, counted standardized cost, stats or None) of one method on one prompt."""
+    target = models[m.models[0]]
+    if m.kind.startswith("hf-") or (m.kind == "autoregressive" and decoding.greedy):
+        assistant = models[m.models[1]].model if m.kind == "hf-assisted" else None
+        g = hf_generate(target.model, prompt, max_new_tokens, eos,
+                        assistant_model=assistant, prompt_lookup_num_tokens=m.k)
+        return g.tokens, g.seconds, 0.0, None
+    chain = [models[name] for name in m.models]
+    neural = [x for x in chain if isinstance(x, HFTokenModel)]
+    for x in neural:  # prefill outside the clock
+        x.logits(prompt, 1)
+        x.reset_counters()
+    decoder = CascadeDecoder(chain, np.array(m.K, dtype=np.int64), m.lenience, decoding, seed)
+    start = time.perf_counter()
+    res = decoder.generate(prompt, max_new_tokens, eos)
+    seconds = time.perf_counter() - start
+    if res.stop_reason == "interrupted":
+        raise KeyboardInterrupt
+    cost = 0.0
+    for i, (name, x) in enumerate(zip(m.models, chain, strict=True)):
+        j = model_set.index(name)
+        if isinstance(x, HFTokenModel):
+            cost += x.passes * model_set.cost[j] + x.tokens_fed * model_set.cost_per_token[j]
+        else:
+            cost += res.stats.tokens_fed[i] * model_set.cost[j]
+    return res.tokens, seconds, cost, res.stats
+
+
+def _results(methods, tallies, model_set: ModelSet, done: int, max_new_tokens: int,
+             decoding: Decoding, device: str, family: str, interrupted: bool) -> Results:
+    ar = next((m for m in methods if m.kind == "autoregressive"), None)
+    ar_out = tallies[ar.name].outputs if ar is not None else None
+    unit = 1.0 + float(model_set.cost_per_token[0])  # one AR target token, standardized
+    out, mismatches = [], {}
+    for m in methods:
+        t = tallies[m.name]
+        tps = t.tokens / t.seconds if t.seconds > 0 else 0.0
+        predicted = swi = mal = curves = None
+        if m.kind == "autoregressive":
+            predicted, swi, mal = 1.0, 1.0, 1.0
+        elif m.kind in ("sd", "csd"):
+            cascade = Cascade.from_model_set(model_set, m.models, np.array(m.K), m.lenience)
+            predicted = float(cascade.ewif())
+            swi = t.tokens * unit / t.weighted_cost if t.weighted_cost > 0 else None
+            if t.stats is not None and t.stats.target_steps:
+                mal = float(t.stats.mean_accepted_length)
+                accepted = t.stats.target_position_counts[1]
+                if accepted.size:
+                    curves = {
+                        "measured": (accepted / t.stats.target_steps).tolist(),
+                        "predicted": cascade.acceptance_by_position(accepted.size).tolist(),
+                    }
+        if ar_out is not None and decoding.greedy:
+            mismatches[m.name] = sum(a != b for a, b in zip(t.outputs, ar_out, strict=True))
+        out.append(MethodResult(
+            name=m.name, kind=m.kind, tokens_per_s=tps, speedup=None,
+            predicted_speedup=predicted, swi=swi, mean_accepted_length=mal,
+            acceptance_by_position=curves, config=m.config, tokens=t.tokens,
+            seconds=t.seconds,
+        ))
+    sources = {}
+    for m in methods:
+        st = tallies[m.name].stats
+        if st is not None and st.sources:
+            sources[m.name] = dict(st.sources)
+    metadata = {
+        "interrupted": interrupted,
+        "timing": "decoding wall time; prompt prefill excluded (see realrun.run)",
+        "mean_accepted_length": "tokens per target step, bonus token included (vLLM)",
+        "outputs_differing_from_AR": mismatches,
+        "accepted_token_sources": sources,
+        "model_set": model_set.to_dict(),
+    }
+    return Results(
+        device=device, family=family, prompts=done, max_new_tokens=max_new_tokens,
+        decoding={"temperature": decoding.temperature, "top_p": decoding.top_p},
+        methods=with_speedups(out), metadata=metadata,
+    )

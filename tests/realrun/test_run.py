@@ -1,0 +1,146 @@
+"""realrun.run on tiny models: every method lossless (greedy = AR token for token), the
+results file valid, SWI from counted passes, Ctrl-C keeps finished prompts."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ewif import results as results_io
+from ewif.cascade import Cascade
+from realrun.baselines import hf_generate
+from realrun.bigram import BigramTable
+from realrun.hf_model import HFTokenModel
+from realrun.maxgram import MaxGram
+from realrun.measure import measure
+from realrun.report import format_results
+from realrun.run import Method, cascade_method, default_methods, run
+from tests.realrun.conftest import EOS, PROMPT_TEXTS
+
+NEW = 12
+
+
+@pytest.fixture(scope="module")
+def setup(tiny_models, tiny_tokenizer, tiny_prompts):
+    models = {n: HFTokenModel(tiny_models[n].model, n) for n in ("target", "near", "draft")}
+    models["mag"] = MaxGram(BigramTable.from_corpus(PROMPT_TEXTS, tiny_tokenizer))
+    chain = [models[n] for n in ("target", "near", "draft", "mag")]
+    ms = measure(chain, tiny_prompts[:2], max_new_tokens=NEW, leniences=(1.0, 3.0), max_m=4,
+                 repeats=2, warmup=1, progress=False)
+    return models, ms
+
+
+@pytest.fixture(scope="module")
+def results(setup, tiny_prompts):
+    models, ms = setup
+    methods = default_methods(ms, neural=["near", "draft"], k_max=4)
+    methods.append(cascade_method("CSD 3-level l=3", "csd", ("target", "near", "draft", "mag"),
+                                  [[2, 0, 0], [0, 2, 0], [0, 0, 3]], 3.0))
+    return run(methods, models, tiny_prompts, model_set=ms, max_new_tokens=NEW,
+               eos_token_id=EOS, family="tiny", progress=False)
+
+
+def test_every_method_reproduces_greedy_ar(results):
+    diff = results.metadata["outputs_differing_from_AR"]
+    kinds = {m.kind for m in results.methods}
+    assert kinds == {"autoregressive", "sd", "csd", "hf-assisted", "hf-prompt-lookup"}
+    assert diff == {m.name: 0 for m in results.methods}
+
+
+def test_results_file_round_trip_and_consistency(results, tmp_path):
+    again = results_io.load(results_io.save(results, tmp_path / "r.json"))
+    assert again == results
+    ar = results.method("AR")
+    assert ar.speedup == 1.0 and ar.swi == 1.0 and ar.mean_accepted_length == 1.0
+    for m in results.methods:
+        assert m.speedup == pytest.approx(m.tokens_per_s / ar.tokens_per_s)
+        assert m.tokens == results.prompts * NEW or m.tokens <= results.prompts * NEW
+        if m.kind in ("sd", "csd"):
+            assert m.predicted_speedup > 0 and m.swi > 0
+            assert 1.0 <= m.mean_accepted_length <= 1 + max(sum(r) for r in m.config["K"])
+            curves = m.acceptance_by_position
+            assert len(curves["measured"]) == len(curves["predicted"])
+    assert "AR" in format_results(results)
+
+
+def test_swi_is_recomputed_from_counted_passes(setup, tiny_prompts):
+    models, ms = setup
+    method = cascade_method("SD near", "sd", ("target", "near"), [[3]])
+    res = run([method], models, tiny_prompts[:1], model_set=ms, max_new_tokens=NEW,
+              progress=False)
+    # rerun by hand, counting passes the same way
+    t, d = models["target"], models["near"]
+    for x in (t, d):
+        x.logits(tiny_prompts[0], 1)
+        x.reset_counters()
+    from simulate.tokens.cascade import CascadeDecoder
+
+    out = CascadeDecoder([t, d], [[3]]).generate(tiny_prompts[0], NEW)
+    cost = sum(x.passes * ms.cost[ms.index(x.name)] + x.tokens_fed *
+               ms.cost_per_token[ms.index(x.name)] for x in (t, d))
+    expected = len(out.tokens) * (1 + ms.cost_per_token[0]) / cost
+    assert res.methods[0].swi == pytest.approx(expected)
+    cascade = Cascade.from_model_set(ms, ("target", "near"), [[3]])
+    assert res.methods[0].predicted_speedup == pytest.approx(cascade.ewif())
+
+
+class _Interrupting:
+    """A TokenModel wrapper that raises KeyboardInterrupt on its n-th call."""
+
+    def __init__(self, inner, after):
+        self.inner, self.after = inner, after
+        self.name, self.vocab_size = inner.name, inner.vocab_size
+        self.model = inner.model
+        self.calls = 0
+        self.passes = self.tokens_fed = 0
+
+    def logits(self, tokens, n):
+        self.calls += 1
+        if self.calls == self.after:
+            raise KeyboardInterrupt
+        return self.inner.logits(tokens, n)
+
+    def reset_counters(self):
+        self.passes = self.tokens_fed = 0
+
+
+def test_ctrl_c_keeps_the_prompts_every_method_finished(setup, tiny_prompts):
+    models, ms = setup
+    wrapped = dict(models, near=_Interrupting(models["near"], after=40))
+    method = cascade_method("SD near", "sd", ("target", "near"), [[2]])
+    res = run([method], wrapped, tiny_prompts, model_set=ms, max_new_tokens=NEW, progress=False)
+    assert res.metadata["interrupted"] is True
+    assert 1 <= res.prompts < len(tiny_prompts)
+
+
+def test_hf_baselines_match_plain_greedy(tiny_models, tiny_prompts):
+    target, draft = tiny_models["target"].model, tiny_models["draft"].model
+    for prompt in tiny_prompts:
+        ar = hf_generate(target, prompt, NEW, EOS)
+        assert hf_generate(target, prompt, NEW, EOS, assistant_model=draft).tokens == ar.tokens
+        assert hf_generate(target, prompt, NEW, EOS, prompt_lookup_num_tokens=3).tokens == \
+            ar.tokens
+        assert len(ar.tokens) <= NEW and ar.seconds >= 0 and ar.prefill_seconds >= 0
+
+
+def test_bad_input(setup, tiny_prompts):
+    models, ms = setup
+    with pytest.raises(ValueError, match="upper-triangular|upper triangular"):
+        run([cascade_method("bad", "csd", ("target", "near", "draft"), [[1, 0], [2, 1]])],
+            models, tiny_prompts, model_set=ms, progress=False)
+    with pytest.raises(ValueError, match="2x2 matrix"):
+        cascade_method("bad", "csd", ("target", "near", "draft"), [[1]])
+    with pytest.raises(ValueError, match="empty"):
+        run([Method("AR", "autoregressive", ("target",))], models, [tiny_prompts[0], []],
+            model_set=ms, progress=False)
+    with pytest.raises(ValueError, match="not loaded"):
+        run([Method("AR", "autoregressive", ("ghost",))], models, tiny_prompts, model_set=ms,
+            progress=False)
+    with pytest.raises(ValueError, match="greedy only"):
+        from simulate.tokens.sampling import Decoding
+
+        run([Method("PL", "hf-prompt-lookup", ("target",), k=3)], models, tiny_prompts,
+            model_set=ms, decoding=Decoding(1.0), progress=False)
+    with pytest.raises(ValueError, match="kind"):
+        Method("x", "beam", ("target",))
+    assert np.isfinite(ms.cost).all()
