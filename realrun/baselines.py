@@ -22,6 +22,7 @@ these run from scratch and the separately timed prefill pass of the target over
 
 from __future__ import annotations
 
+import inspect
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -49,7 +50,7 @@ def prefilled_cache(model: PreTrainedModel, prompt: Sequence[int]) -> DynamicCac
     if len(prompt) > 1:
         with torch.inference_mode():
             model(input_ids=torch.tensor([list(prompt[:-1])], device=device),
-                  past_key_values=cache, use_cache=True)
+                  **{_cache_kw(model): cache}, use_cache=True)
     return cache
 
 
@@ -110,7 +111,7 @@ def hf_generate(
             input_ids,
             attention_mask=torch.ones_like(input_ids),
             generation_config=config,
-            past_key_values=cache,
+            **{_cache_kw(model): cache},
             **extra,
         )
     _sync(device)
@@ -119,6 +120,12 @@ def hf_generate(
     if eos_token_id is not None and eos_token_id in tokens:
         tokens = tokens[: tokens.index(eos_token_id) + 1]
     return HFGeneration(tokens, max(seconds, 0.0), prefill)
+
+
+def _cache_kw(model: PreTrainedModel) -> str:
+    """transformers 5.x renamed ``past_key_values`` to ``cache``; use what the model takes."""
+    return "cache" if "cache" in inspect.signature(model.forward).parameters else \
+        "past_key_values"
 
 
 def _sync(device: torch.device) -> None:

@@ -178,6 +178,8 @@ def run(
             if name not in model_set.models:
                 raise ValueError(f"method {m.name!r} uses model {name!r}, which the model set "
                                  f"does not describe; it has {list(model_set.models)}")
+        if m.kind in ("sd", "csd"):  # K, lenience and measured alphas, before any work
+            Cascade.from_model_set(model_set, m.models, np.array(m.K), m.lenience)
         if m.kind.startswith("hf-") and not decoding.greedy:
             raise ValueError(f"method {m.name!r} ({m.kind}) is run greedy only; "
                              "use temperature 0 or drop it")

@@ -49,6 +49,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def load_chain(args: argparse.Namespace):
     """(chain of TokenModels/Proposer, tokenizer, prompt id lists, Decoding) from ``args``."""
     import torch
+    from transformers.utils import logging as hf_logging
 
     from ewif import _validate
     from realrun.bigram import BigramTable
@@ -58,6 +59,7 @@ def load_chain(args: argparse.Namespace):
     from realrun.prompts import encode, load_prompts
     from simulate.tokens.sampling import Decoding
 
+    hf_logging.disable_progress_bar()
     if args.threads is not None:
         torch.set_num_threads(_validate.count("--threads", args.threads, minimum=1))
     decoding = Decoding(args.temperature, args.top_p)

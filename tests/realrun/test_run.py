@@ -106,7 +106,7 @@ class _Interrupting:
 
 def test_ctrl_c_keeps_the_prompts_every_method_finished(setup, tiny_prompts):
     models, ms = setup
-    wrapped = dict(models, near=_Interrupting(models["near"], after=40))
+    wrapped = dict(models, near=_Interrupting(models["near"], after=20))
     method = cascade_method("SD near", "sd", ("target", "near"), [[2]])
     res = run([method], wrapped, tiny_prompts, model_set=ms, max_new_tokens=NEW, progress=False)
     assert res.metadata["interrupted"] is True

@@ -1,0 +1,105 @@
+"""``csd measure`` and ``csd realrun`` end to end on tiny model directories; bad input
+-> one-line error, exit 2."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ewif import io as model_io
+from ewif import results as results_io
+from ewif.cli import main
+
+
+@pytest.fixture(scope="module")
+def prompt_file(tmp_path_factory):
+    from tests.realrun.conftest import PROMPT_TEXTS
+
+    path = tmp_path_factory.mktemp("prompts") / "p.jsonl"
+    path.write_text("".join(json.dumps({"prompt": t}) + "\n" for t in PROMPT_TEXTS))
+    return path
+
+
+@pytest.fixture(scope="module")
+def measured(tiny_model_dirs, prompt_file, tmp_path_factory):
+    out = tmp_path_factory.mktemp("measured") / "m.json"
+    code = main(["measure", str(tiny_model_dirs["target"]), str(tiny_model_dirs["near"]),
+                 "--mag", "--prompts", str(prompt_file), "--limit", "2", "--max-new-tokens", "6",
+                 "--leniences", "1", "3", "--max-m", "3", "--repeats", "1", "--warmup", "0",
+                 "-o", str(out)])
+    assert code == 0
+    return out
+
+
+def test_measure_writes_a_model_set(measured, capsys):
+    ms = model_io.load(measured)
+    assert ms.models == ("target", "near", "mag") and ms.leniences == (1.0, 3.0)
+    assert main(["recommend", "--from", str(measured)]) == 0
+
+
+def test_realrun_given_cascade_with_plots(tiny_model_dirs, measured, prompt_file, tmp_path,
+                                          capsys):
+    out, plot = tmp_path / "r.json", tmp_path / "cal.png"
+    code = main(["realrun", str(tiny_model_dirs["target"]), str(tiny_model_dirs["near"]),
+                 "--mag", "--from", str(measured), "--prompts", str(prompt_file),
+                 "--max-new-tokens", "6", "--K", "[[2, 0], [0, 3]]", "--lenience", "3",
+                 "-o", str(out), "--plot", str(plot), "--json"])
+    assert code == 0
+    printed = json.loads(capsys.readouterr().out)
+    res = results_io.load(out)
+    assert printed["schema"] == "csd.results/1" and res.prompts == 4
+    assert res.method("CSD [[2, 0], [0, 3]] l=3").config["lenience"] == 3.0
+    assert set(res.metadata["outputs_differing_from_AR"].values()) == {0}
+    for path in (plot, tmp_path / "cal_decay.png"):
+        assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_realrun_recommends_when_no_cascade_is_given(tiny_model_dirs, measured, prompt_file,
+                                                     capsys):
+    code = main(["realrun", str(tiny_model_dirs["target"]), "--mag", "--from", str(measured),
+                 "--prompts", str(prompt_file), "--limit", "1", "--max-new-tokens", "4",
+                 "--no-baselines"])
+    # the file describes (target, near, mag), the run loaded (target, mag): refused
+    assert code == 2
+    assert "describes models" in capsys.readouterr().err
+
+
+@pytest.fixture(scope="module")
+def other_tokenizer_dir(tiny_model_dirs, tmp_path_factory):
+    from transformers import AutoTokenizer
+
+    path = tmp_path_factory.mktemp("other")
+    import shutil
+
+    shutil.copytree(tiny_model_dirs["near"], path, dirs_exist_ok=True)
+    tok = AutoTokenizer.from_pretrained(path)
+    tok.add_tokens(["zebra"])
+    tok.save_pretrained(path)
+    return path
+
+
+def _bad(args, capsys, needle):
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and needle in err, err
+
+
+def test_bad_input_exits_2_with_one_line(tiny_model_dirs, measured, prompt_file, tmp_path,
+                                         other_tokenizer_dir, capsys):
+    t, near = str(tiny_model_dirs["target"]), str(tiny_model_dirs["near"])
+    common = ["--prompts", str(prompt_file), "--limit", "1", "--max-new-tokens", "3"]
+    _bad(["measure", t, str(other_tokenizer_dir), *common, "-o", str(tmp_path / "x.json")],
+         capsys, "do not share a tokenizer")
+    _bad(["realrun", t, near, "--mag", "--from", str(measured), *common, "--K",
+          "[[1, 1], [1, 1]]"], capsys, "upper")
+    _bad(["realrun", t, near, "--mag", "--from", str(measured), *common, "--K",
+          "[[2, 3], [0, 0]]", "--lenience", "3"], capsys, "would apply at the target")
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text('{"prompt": ""}\n')
+    _bad(["realrun", t, near, "--mag", "--from", str(measured), "--prompts", str(empty)],
+         capsys, "non-empty string")
+    _bad(["measure", str(tmp_path / "no-such-model"), near, *common, "-o",
+          str(tmp_path / "x.json")], capsys, "does not exist")
+    _bad(["realrun", t, near, "--mag", "--from", str(measured), *common, "--K", "[[2"],
+         capsys, "JSON matrix")
