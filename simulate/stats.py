@@ -64,6 +64,7 @@ class ChiSquare:
     dof: int
     p_value: float
     cells: int
+    samples: int
 
     @property
     def z(self) -> float:
@@ -83,6 +84,7 @@ class ChiSquare:
             "p_value": self.p_value,
             "z": self.z,
             "cells": self.cells,
+            "samples": self.samples,
         }
 
 
@@ -213,7 +215,9 @@ def chi_square_gof(
     ``≥ min_expected`` (a short remainder joins the last cell); the statistic
     ``Σ (O − E)²/E`` has ``cells − 1`` degrees of freedom. Any count observed in a cell
     of probability exactly 0 is impossible under the hypothesis: statistic ``inf``,
-    p-value 0 (so a formula with the wrong support is always rejected).
+    p-value 0 (so a formula with the wrong support is always rejected). A point-mass law
+    observed where it sits fits exactly (p-value 1); otherwise fewer than two pooled cells
+    leave nothing to test: ``ValueError`` (too few samples).
     """
     obs = np.asarray(observed, dtype=float)
     prob = np.asarray(probabilities, dtype=float)
@@ -230,7 +234,8 @@ def chi_square_gof(
     if abs(prob.sum() - 1.0) > 1e-9:
         raise ValueError(f"probabilities must sum to 1, got {prob.sum()!r}")
     if np.any((prob == 0.0) & (obs > 0)):
-        return ChiSquare(math.inf, max(int(np.count_nonzero(prob)) - 1, 0), 0.0, size)
+        dof = max(int(np.count_nonzero(prob)) - 1, 0)
+        return ChiSquare(math.inf, dof, 0.0, size, int(total))
     expected = prob * total
     pooled_o: list[float] = []
     pooled_e: list[float] = []
@@ -251,7 +256,13 @@ def chi_square_gof(
             pooled_e.append(acc_e)
     o_arr, e_arr = np.asarray(pooled_o), np.asarray(pooled_e)
     dof = o_arr.size - 1
+    if dof == 0 and np.count_nonzero(prob) <= 1:  # a point mass, observed where it sits
+        return ChiSquare(0.0, 0, 1.0, 1, int(total))
     if dof == 0:
-        return ChiSquare(0.0, 0, 1.0, 1)
+        raise ValueError(
+            f"too few samples ({int(total)}) for a chi-square test: fewer than 2 cells reach "
+            f"an expected count of {min_expected}"
+        )
     stat = float(((o_arr - e_arr) ** 2 / e_arr).sum())
-    return ChiSquare(stat, dof, float(_special.chdtrc(dof, stat)), int(o_arr.size))
+    p_value = float(_special.chdtrc(dof, stat))
+    return ChiSquare(stat, dof, p_value, int(o_arr.size), int(total))

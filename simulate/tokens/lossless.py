@@ -6,9 +6,9 @@
   ``eos_token_id`` ends there (its outcome is the shorter tuple).
 * :func:`sample_prefixes` — the first ``m`` tokens of ``N`` independent generations.
 * :func:`chi_square` — Pearson's goodness-of-fit test of observed counts against the exact
-  law. Cells with expected count below ``min_expected`` are pooled (smallest first) into
-  one cell of expected count ``>= min_expected``; ``dof = cells − 1``. An outcome of
-  probability 0 makes the statistic infinite (p-value 0).
+  law, the same test as the Bernoulli Monte Carlo's (:func:`simulate.stats.chi_square_gof`):
+  the rarest outcomes are pooled until each cell has expected count ``>= min_expected``;
+  ``dof = cells − 1``. An outcome of probability 0 makes the statistic infinite (p-value 0).
 * :func:`check_lossless` — all three; passes iff the p-value is ``>= level``. Under the
   null (a lossless decoder) it fails with probability ``≈ level``; a lossy decoder whose
   law differs by total variation ``δ`` over the cells is detected once ``N·δ²`` is large.
@@ -26,10 +26,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 from tqdm import tqdm
 
 from ewif import _validate
+from simulate.stats import ChiSquare, chi_square_gof
 from simulate.tokens.cascade import CascadeDecoder
 from simulate.tokens.interface import TokenModel
 from simulate.tokens.sampling import Decoding
@@ -93,44 +93,19 @@ def sample_prefixes(
     return counts, interrupted
 
 
-@dataclass(frozen=True)
-class ChiSquare:
-    """Pearson's test: ``statistic = Σ (O − E)² / E`` over ``cells`` pooled cells."""
-
-    statistic: float
-    dof: int
-    p_value: float
-    cells: int
-    samples: int
-
-
 def chi_square(
     counts: Mapping[Outcome, int], probs: Mapping[Outcome, float], min_expected: float = 5.0
 ) -> ChiSquare:
-    """Goodness of fit of ``counts`` to the law ``probs`` (see the module docstring)."""
-    n = sum(counts.values())
-    if n <= 0:
+    """Goodness of fit of ``counts`` to the law ``probs``: :func:`simulate.stats.chi_square_gof`
+    over the outcomes ordered from the rarest, so that its left-to-right pooling joins the
+    rarest outcomes first; observed outcomes outside ``probs`` form one impossible cell."""
+    if sum(counts.values()) <= 0:
         raise ValueError(f"counts must hold at least one observation, got {dict(counts)!r}")
-    threshold = _validate.cost("min_expected", min_expected)
-    if any(k not in probs or probs[k] <= 0.0 for k, c in counts.items() if c):
-        return ChiSquare(float("inf"), max(len(probs) - 1, 1), 0.0, len(probs), n)
-    cells = sorted(probs, key=probs.__getitem__)
-    expected = np.array([probs[k] * n for k in cells])
-    observed = np.array([counts.get(k, 0) for k in cells], dtype=float)
-    # Pool every cell below the threshold, and more (smallest first) until the pool reaches it.
-    below = int(np.searchsorted(expected, threshold))
-    reach = int(np.searchsorted(np.cumsum(expected), threshold)) + 1
-    pooled = min(max(below, reach), len(cells))
-    exp_cells = np.concatenate([[expected[:pooled].sum()], expected[pooled:]])
-    obs_cells = np.concatenate([[observed[:pooled].sum()], observed[pooled:]])
-    if len(exp_cells) < 2:
-        raise ValueError(
-            f"too few samples ({n}) for a chi-square test: fewer than 2 cells reach "
-            f"an expected count of {threshold}"
-        )
-    statistic = float(((obs_cells - exp_cells) ** 2 / exp_cells).sum())
-    dof = len(exp_cells) - 1
-    return ChiSquare(statistic, dof, float(stats.chi2.sf(statistic, dof)), len(exp_cells), n)
+    outcomes = sorted(probs, key=probs.__getitem__)
+    impossible = sum(c for k, c in counts.items() if k not in probs)
+    observed = [counts.get(k, 0) for k in outcomes] + [impossible]
+    law = [probs[k] for k in outcomes] + [0.0]
+    return chi_square_gof(np.asarray(observed), np.asarray(law), min_expected)
 
 
 @dataclass(frozen=True)
