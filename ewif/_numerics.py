@@ -1,4 +1,4 @@
-"""Cancellation-free evaluation of the geometric sums behind every EWIF formula.
+"""Numerical kernels: cancellation-free geometric sums, and raw pmf-array arithmetic.
 
 All closed forms of the paper contain ``(1 − r^(m+1))/(1 − r)``, which loses every digit
 when ``r → 1`` (at ``r = 1 − 1e-9`` the naive form has relative error ~1e-7). Here it is
@@ -29,3 +29,25 @@ def geometric_sum(gap: float | np.ndarray, m: int | np.ndarray) -> np.ndarray:
         general = -np.expm1(terms * np.log1p(-gap)) / gap
     # m ∈ {−1, 0} and r = 1 both give m + 1; r = 0 needs no case: expm1(−inf) = −1.
     return np.where((m <= 0) | (gap == 0.0), terms, general)
+
+
+def pmf_power(pmf: np.ndarray, n: int) -> np.ndarray:
+    """The pmf of the sum of ``n`` i.i.d. counts with pmf ``pmf``: the ``n``-fold
+    convolution, by repeated squaring (``n = 0`` gives the point mass at 0)."""
+    out, base = np.ones(1), pmf
+    while n:
+        if n & 1:
+            out = np.convolve(out, base)
+        n >>= 1
+        if n:
+            base = np.convolve(base, base)
+    return out
+
+
+def padded_add(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a + b`` of two coefficient arrays of possibly different lengths (zero-padded)."""
+    if a.size < b.size:
+        a, b = b, a
+    out = a.copy()
+    out[: b.size] += b
+    return out

@@ -71,6 +71,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ewif import _validate
+from ewif._numerics import padded_add, pmf_power
 from ewif.pgf import Pgf
 
 if TYPE_CHECKING:
@@ -121,30 +122,10 @@ def review(blocks: list[tuple[float, np.ndarray]]) -> tuple[np.ndarray, np.ndarr
         if length.size > 1:
             survival = 1.0 - np.cumsum(length[:-1])  # P(L > i), i = 0..max-1
             fail = (1.0 - a) * powers[:-1] * np.maximum(survival, 0.0)
-            stopped = _add(stopped, np.convolve(s, fail))
+            stopped = padded_add(stopped, np.convolve(s, fail))
         s = np.convolve(s, length * powers)
-    tokens = np.concatenate([[0.0], _add(stopped, s)])
+    tokens = np.concatenate([[0.0], padded_add(stopped, s)])
     return tokens, s
-
-
-def power(pmf: np.ndarray, b: int) -> np.ndarray:
-    """The pmf of the sum of ``b`` i.i.d. draws (``b``-fold convolution, by squaring)."""
-    out, base = np.ones(1), pmf
-    while b:
-        if b & 1:
-            out = np.convolve(out, base)
-        b >>= 1
-        if b:
-            base = np.convolve(base, base)
-    return out
-
-
-def _add(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    if a.size < b.size:
-        a, b = b, a
-    out = a.copy()
-    out[: b.size] += b
-    return out
 
 
 class Cascade:
@@ -327,7 +308,7 @@ class Cascade:
                 if self.fill == "tokens":
                     length, calls = stopped_sum(sub.pmf, b)
                 else:
-                    length, calls = power(sub.pmf, b), float(b)
+                    length, calls = pmf_power(sub.pmf, b), float(b)
                 passes += calls * sub.passes
                 cost += calls * sub.cost
             draft_mean += float(np.arange(length.size) @ length)

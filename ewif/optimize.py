@@ -44,7 +44,8 @@ from typing import NamedTuple
 import numpy as np
 
 from ewif import _validate
-from ewif.cascade import FILLS, Cascade, power, review, stopped_sum
+from ewif._numerics import pmf_power
+from ewif.cascade import FILLS, Cascade, review, stopped_sum
 from ewif.io import ModelSet
 
 Entry = tuple[int, int]  # (r, j) 1-based as in k_rj
@@ -400,7 +401,7 @@ class _Space:
                 if self.fill == "tokens":
                     length, calls = stopped_sum(pmf, b)
                 else:
-                    length, calls = power(pmf, b), float(b)
+                    length, calls = pmf_power(pmf, b), float(b)
                 cost += calls * c
             mean += float(np.arange(length.size) @ length)
             blocks.append((float(self.alpha[r, j]), length))

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ewif import _validate
+from ewif._numerics import padded_add, pmf_power
 
 if TYPE_CHECKING:
     import sympy
@@ -95,15 +96,7 @@ class Pgf:
         return Pgf(np.convolve(self._p, other._p))
 
     def __pow__(self, n: int) -> Pgf:
-        n = _validate.count("n", n)
-        result, base = Pgf.point(0), self
-        while n:
-            if n & 1:
-                result = result * base
-            n >>= 1
-            if n:
-                base = base * base
-        return result
+        return Pgf(pmf_power(self._p, _validate.count("n", n)))
 
     def compose(self, inner: Pgf) -> Pgf:
         """``g(h(x))``: the sum of ``X ~ g`` independent copies of ``Y ~ h``."""
@@ -111,7 +104,7 @@ class Pgf:
         power = np.ones(1)
         for p_i in self._p:
             if p_i:
-                out = _padded_add(out, p_i * power)
+                out = padded_add(out, p_i * power)
             power = np.convolve(power, inner._p)
         return Pgf(out)
 
@@ -141,8 +134,3 @@ class Pgf:
 
 def _pad(p: np.ndarray, n: int) -> np.ndarray:
     return np.concatenate([p, np.zeros(n - p.size)])
-
-
-def _padded_add(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    n = max(a.size, b.size)
-    return _pad(a, n) + _pad(b, n)
