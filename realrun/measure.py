@@ -35,11 +35,16 @@ Each neural model is timed on one context (the first prompt and its continuation
 ``warmup`` untimed passes, ``repeats`` rounds of passes feeding ``m = 1..max_m`` fresh
 tokens onto the cached context and returning ``m`` logit rows (a review of ``m − 1``
 drafts: forward + LM head on ``m`` rows + copy to host + cache crop), the ``m`` values in a
-shuffled order per round. The median time per ``m`` is fitted by least squares to the
-affine model ``t_i(m) = a_i + b_i·m``. The model set stores ``cost[i] = a_i / a_0`` and
-``cost_per_token[i] = b_i / a_0`` (``cost[0] = 1`` as the format requires); a pass of
-``m`` positions then costs ``cost + cost_per_token·m`` target intercepts, and ewif's EWIF is
-scale-free (it divides by the target's one-token pass ``1 + cost_per_token[0]``).
+shuffled order per round. The median time per ``m`` is fitted to the affine model
+``t_i(m) = a_i + b_i·m`` *anchored at m = 1* (exact for the one-token pass: autoregressive
+decoding, leaf drafters and EWIF's normalisation), the slope by least squares over
+``m >= 2``. On CPUs the true curve is not affine (BLAS switches kernels: cost grows about
+linearly up to m ≈ 4 and flattens after), so reviews of long drafts are over-charged and
+short ones under-charged; see the README's "Predictions versus measurements". The model
+set stores ``cost[i] = a_i / a_0`` and ``cost_per_token[i] = b_i / a_0`` (``cost[0] = 1``
+as the format requires); a pass of ``m`` positions then costs ``cost + cost_per_token·m``
+target intercepts, and ewif's EWIF is scale-free (it divides by the target's one-token
+pass ``1 + cost_per_token[0]``).
 Max-Gram's ``propose(·, ·, k)`` is timed for ``k = 1..max_m`` the same way; its cost is the
 time per proposed token at ``k = max_m`` over ``a_0`` (``cost_per_token`` 0), because ewif
 charges a leaf block of ``k`` tokens as ``k`` passes.
@@ -81,17 +86,23 @@ class AffineFit:
                 "intercept_s": self.intercept, "slope_s_per_token": self.slope, "r2": self.r2}
 
 
-def fit_affine(m: Sequence[int], seconds: Sequence[float]) -> AffineFit:
-    """Least-squares line through ``(m, seconds)``; a negative slope (noise) is refitted as a
-    constant. ``r2`` is the coefficient of determination (1 for a constant series)."""
+def fit_affine(m: Sequence[int], seconds: Sequence[float], anchored: bool = False) -> AffineFit:
+    """Least-squares line through ``(m, seconds)``; a negative slope (noise) becomes 0.
+
+    ``anchored=True``: the line passes exactly through the first point ``(m_0, t_0)`` and
+    the slope minimises the squared error of the others, ``b = Σ (m−m_0)(t−t_0) /
+    Σ (m−m_0)²``. ``r2`` is the coefficient of determination (1 for a constant series)."""
     x = np.asarray(m, dtype=float)
     y = np.asarray(seconds, dtype=float)
     if x.size < 1 or x.shape != y.shape:
         raise ValueError(f"m and seconds must be equal-length non-empty, got {x.size}, {y.size}")
-    slope = float(np.polyfit(x, y, 1)[0]) if x.size > 1 and np.ptp(x) > 0 else 0.0
-    if slope < 0:
-        slope = 0.0
-    intercept = float(np.mean(y - slope * x))
+    if anchored:
+        dx, dy = x[1:] - x[0], y[1:] - y[0]
+        slope = float(dx @ dy / (dx @ dx)) if dx.size and (dx @ dx) > 0 else 0.0
+    else:
+        slope = float(np.polyfit(x, y, 1)[0]) if x.size > 1 and np.ptp(x) > 0 else 0.0
+    slope = max(slope, 0.0)
+    intercept = float(y[0] - slope * x[0]) if anchored else float(np.mean(y - slope * x))
     resid = float(np.sum((y - intercept - slope * x) ** 2))
     total = float(np.sum((y - y.mean()) ** 2))
     r2 = 1.0 - resid / total if total > 0 else 1.0
@@ -123,7 +134,7 @@ def time_model(model: TokenModel, context: Sequence[int], max_m: int, repeats: i
             model.logits(fresh, m)
             times[m].append(time.perf_counter() - start)
     ms = sorted(times)
-    return fit_affine(ms, [float(np.median(times[m])) for m in ms])
+    return fit_affine(ms, [float(np.median(times[m])) for m in ms], anchored=True)
 
 
 def time_proposer(proposer: Proposer, context: Sequence[int], prompt_length: int, max_m: int,

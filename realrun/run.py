@@ -118,11 +118,14 @@ def best_sd(model_set: ModelSet, drafter: str, k_max: int = 12) -> Method:
 def default_methods(model_set: ModelSet, neural: Sequence[str], *, csd: Method | None = None,
                     k_max: int = 12, prompt_lookup_k: int = 10) -> list[Method]:
     """AR, SD with each drafter (best k), the CSD (given or recommended), HF assisted with
-    each neural drafter in ``neural``, HF prompt lookup."""
+    each neural drafter in ``neural``, HF prompt lookup. An SD identical to the CSD (a
+    recommendation can be a single drafter) is listed once, as the CSD."""
     target = model_set.models[0]
+    csd = csd if csd is not None else recommend(model_set, k_max)
     methods = [Method("AR", "autoregressive", (target,))]
-    methods += [best_sd(model_set, d, k_max) for d in model_set.models[1:]]
-    methods.append(csd if csd is not None else recommend(model_set, k_max))
+    methods += [sd for sd in (best_sd(model_set, d, k_max) for d in model_set.models[1:])
+                if (sd.models, sd.K) != (csd.models, csd.K)]  # the CSD may be a plain SD
+    methods.append(csd)
     methods += [Method(f"HF assisted {d}", "hf-assisted", (target, d))
                 for d in model_set.models[1:] if d in neural]
     methods.append(Method(f"HF prompt lookup k={prompt_lookup_k}", "hf-prompt-lookup",
@@ -137,6 +140,7 @@ class _Tally:
     tokens: int = 0
     seconds: float = 0.0
     weighted_cost: float = 0.0
+    counted: dict[str, list[int]] = field(default_factory=dict)  # model -> [passes, positions]
     stats: CascadeStats | None = None
     outputs: list[list[int]] = field(default_factory=list)
 
@@ -201,11 +205,15 @@ def run(
                 partial[m.name] = _run_one(m, models, model_set, prompt, max_new_tokens,
                                            eos_token_id, decoding, seed + i)
                 bar.update(1)
-            for name, (tokens, seconds, cost, stats) in partial.items():
+            for name, (tokens, seconds, cost, counted, stats) in partial.items():
                 t = tallies[name]
                 t.tokens += len(tokens)
                 t.seconds += seconds
                 t.weighted_cost += cost
+                for model, (passes, fed) in counted.items():
+                    acc = t.counted.setdefault(model, [0, 0])
+                    acc[0] += passes
+                    acc[1] += fed
                 t.outputs.append(tokens)
                 if stats is not None:
                     t.add_stats(stats)
@@ -222,13 +230,14 @@ def run(
 
 def _run_one(m: Method, models, model_set: ModelSet, prompt: list[int], max_new_tokens: int,
              eos: int | None, decoding: Decoding, seed: int):
-    """(tokens, seconds, counted standardized cost, stats or None) of one method on one prompt."""
+    """(tokens, seconds, counted standardized cost, {model: (passes, positions)}, stats or
+    None) of one method on one prompt."""
     target = models[m.models[0]]
     if m.kind.startswith("hf-") or (m.kind == "autoregressive" and decoding.greedy):
         assistant = models[m.models[1]].model if m.kind == "hf-assisted" else None
         g = hf_generate(target.model, prompt, max_new_tokens, eos,
                         assistant_model=assistant, prompt_lookup_num_tokens=m.k)
-        return g.tokens, g.seconds, 0.0, None
+        return g.tokens, g.seconds, 0.0, {}, None
     chain = [models[name] for name in m.models]
     neural = [x for x in chain if isinstance(x, HFTokenModel)]
     for x in neural:  # prefill outside the clock
@@ -240,14 +249,16 @@ def _run_one(m: Method, models, model_set: ModelSet, prompt: list[int], max_new_
     seconds = time.perf_counter() - start
     if res.stop_reason == "interrupted":
         raise KeyboardInterrupt
-    cost = 0.0
+    cost, counted = 0.0, {}
     for i, (name, x) in enumerate(zip(m.models, chain, strict=True)):
         j = model_set.index(name)
         if isinstance(x, HFTokenModel):
+            counted[name] = (x.passes, x.tokens_fed)
             cost += x.passes * model_set.cost[j] + x.tokens_fed * model_set.cost_per_token[j]
         else:
+            counted[name] = (int(res.stats.passes[i]), int(res.stats.tokens_fed[i]))
             cost += res.stats.tokens_fed[i] * model_set.cost[j]
-    return res.tokens, seconds, cost, res.stats
+    return res.tokens, seconds, cost, counted, res.stats
 
 
 def _results(methods, tallies, model_set: ModelSet, done: int, max_new_tokens: int,
@@ -293,6 +304,9 @@ def _results(methods, tallies, model_set: ModelSet, done: int, max_new_tokens: i
         "mean_accepted_length": "tokens per target step, bonus token included (vLLM)",
         "outputs_differing_from_AR": mismatches,
         "accepted_token_sources": sources,
+        "counted_passes": {m.name: {k: {"passes": v[0], "positions": v[1]}
+                                    for k, v in tallies[m.name].counted.items()}
+                           for m in methods if tallies[m.name].counted},
         "model_set": model_set.to_dict(),
     }
     return Results(

@@ -57,10 +57,19 @@ def test_realrun_given_cascade_with_plots(tiny_model_dirs, measured, prompt_file
 
 def test_realrun_recommends_when_no_cascade_is_given(tiny_model_dirs, measured, prompt_file,
                                                      capsys):
+    code = main(["realrun", str(tiny_model_dirs["target"]), str(tiny_model_dirs["near"]),
+                 "--mag", "--from", str(measured), "--prompts", str(prompt_file), "--limit",
+                 "1", "--max-new-tokens", "4", "--no-baselines", "--k-max", "3"])
+    assert code == 0
+    table = capsys.readouterr().out
+    assert "AR" in table and "CSD" in table
+
+
+def test_realrun_refuses_a_model_set_of_other_models(tiny_model_dirs, measured, prompt_file,
+                                                     capsys):
+    # the file describes (target, near, mag), the run loads (target, mag)
     code = main(["realrun", str(tiny_model_dirs["target"]), "--mag", "--from", str(measured),
-                 "--prompts", str(prompt_file), "--limit", "1", "--max-new-tokens", "4",
-                 "--no-baselines"])
-    # the file describes (target, near, mag), the run loaded (target, mag): refused
+                 "--prompts", str(prompt_file), "--limit", "1", "--max-new-tokens", "4"])
     assert code == 2
     assert "describes models" in capsys.readouterr().err
 

@@ -159,3 +159,15 @@ def test_bad_input(chain, tiny_prompts, tiny_models):
     other = HFTokenModel(build_qwen2(32, 1, seed=9, vocab_size=50), "other")
     with pytest.raises(ValueError, match="share one vocabulary"):
         measure([chain[0], other], tiny_prompts[:1], progress=False)
+
+
+@given(st.floats(0.01, 1), st.floats(0, 1), st.lists(st.floats(-0.5, 0.5), min_size=3,
+                                                      max_size=8))
+def test_anchored_fit_is_exact_at_the_first_point(t0, b, noise):
+    m = list(range(1, len(noise) + 2))
+    y = [t0] + [t0 + b * (x - 1) + e for x, e in zip(m[1:], noise, strict=True)]
+    fit = fit_affine(m, y, anchored=True)
+    assert fit(1) == pytest.approx(t0, abs=1e-12)
+    dx = np.array(m[1:]) - 1.0
+    dy = np.array(y[1:]) - t0
+    assert fit.slope == pytest.approx(max(0.0, dx @ dy / (dx @ dx)), abs=1e-12)

@@ -46,7 +46,7 @@ def test_user_file_is_read(tmp_path):
     ],
 )
 def test_bad_lines_name_file_line_and_problem(text, message):
-    with pytest.raises(ValueError, match="f.jsonl") as info:
+    with pytest.raises(ValueError, match=r"f\.jsonl") as info:
         parse_jsonl(text, "f.jsonl")
     assert message in str(info.value)
 
