@@ -30,8 +30,10 @@ measured ``P(position i exists and is accepted)`` (accepted count / target steps
 ewif's :meth:`~ewif.cascade.Cascade.acceptance_by_position`. Greedy runs also record, per
 method, on how many prompts the output differs from AR's (0 expected: lossless).
 
-Ctrl-C stops after the current prompt's partial work is discarded; the result holds the
-prompts every method finished (``metadata.interrupted``).
+Ctrl-C discards the current prompt's partial work and returns the prompts every method
+finished (``metadata.interrupted``). ``metadata.counted_passes`` keeps, per sd/csd method and
+model, the passes and positions counted, so a run can be re-priced with another cost model
+(``benchmarks/realrun_calibration.py``).
 """
 
 from __future__ import annotations
