@@ -18,8 +18,8 @@ Fixtures (session-scoped, reusable by every realrun test):
 * ``tiny_gguf`` -> (Path of a qwen2 GGUF file written with the ``gguf`` package, the
   in-process ``Qwen2ForCausalLM`` it encodes); its tokenizer is byte-level BPE (gpt2).
 
-Helpers: :func:`build_llama`, :func:`build_qwen2`, :func:`write_gguf` (importable as
-``tests.realrun.conftest``).
+Helpers: :func:`write_gguf` here; the tokenizer and model builders (:func:`build_llama`,
+:func:`build_qwen2`, ...) live in :mod:`realrun.tiny` and are re-exported here.
 """
 
 from __future__ import annotations
@@ -29,90 +29,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from tokenizers import Tokenizer, models, pre_tokenizers
-from transformers import (
-    LlamaConfig,
-    LlamaForCausalLM,
-    PreTrainedTokenizerFast,
-    Qwen2Config,
-    Qwen2ForCausalLM,
+from transformers import PreTrainedTokenizerFast, Qwen2ForCausalLM
+
+from realrun.tiny import (  # re-exported: tests import these names from this module
+    PROMPT_TEXTS,
+    build_llama,
+    build_qwen2,
+    build_tokenizer,
+    near_copy,
 )
-
-SPECIALS = ["<unk>", "<bos>", "<eos>", "<pad>"]
-WORDS = SPECIALS + (
-    "the a an of to in is are was be and or not if then so that this it he she they we you "
-    "i one two three four five six seven eight nine ten zero plus minus times equals half "
-    "apples pens books cats dogs boxes coins miles hours days cost costs buys sells has have "
-    "had does tom gives takes more less many much each every total left how what which why answer "
-    "question step first second third next finally therefore because number numbers sum "
-    "product def return print for while list int x y z n = + - * / ( ) : , . ? ! 0 1 2 3 4 5 "
-    "6 7 8 9 red blue green big small old new fast slow run walk eat read write code python"
-).split()
-VOCAB = len(WORDS)
-EOS = WORDS.index("<eos>")
-
-PROMPT_TEXTS = [
-    "tom has five apples and buys three more apples . how many apples does tom have ? tom has",
-    "def sum ( x , y ) : return x + y",
-    "which number is more : seven or nine ? the answer is",
-    "a big red dog and a small blue cat run fast . the big red dog",
-]
-
-
-def build_tokenizer() -> PreTrainedTokenizerFast:
-    """WordLevel tokenizer over :data:`WORDS`."""
-    vocab = {w: i for i, w in enumerate(WORDS)}
-    backend = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
-    backend.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
-    return PreTrainedTokenizerFast(
-        tokenizer_object=backend,
-        unk_token="<unk>",
-        bos_token="<bos>",
-        eos_token="<eos>",
-        pad_token="<pad>",
-    )
-
-
-def _common(hidden: int, layers: int, heads: int) -> dict:
-    return dict(
-        vocab_size=VOCAB,
-        hidden_size=hidden,
-        intermediate_size=2 * hidden,
-        num_hidden_layers=layers,
-        num_attention_heads=heads,
-        num_key_value_heads=max(1, heads // 2),
-        max_position_embeddings=512,
-        initializer_range=0.3,
-        bos_token_id=WORDS.index("<bos>"),
-        eos_token_id=EOS,
-        pad_token_id=WORDS.index("<pad>"),
-        tie_word_embeddings=False,
-    )
-
-
-def build_llama(hidden: int, layers: int, seed: int) -> LlamaForCausalLM:
-    """Random-initialised tiny Llama over the shared vocabulary (eval mode)."""
-    torch.manual_seed(seed)
-    return LlamaForCausalLM(LlamaConfig(**_common(hidden, layers, 4))).eval()
-
-
-def build_qwen2(hidden: int, layers: int, seed: int, vocab_size: int = VOCAB) -> Qwen2ForCausalLM:
-    """Random-initialised tiny Qwen2 (attention biases) over ``vocab_size`` ids."""
-    torch.manual_seed(seed)
-    config = Qwen2Config(**{**_common(hidden, layers, 4), "vocab_size": vocab_size})
-    return Qwen2ForCausalLM(config).eval()
-
-
-def _near_copy(model: LlamaForCausalLM, scale: float, seed: int) -> LlamaForCausalLM:
-    generator = torch.Generator().manual_seed(seed)
-    copy = LlamaForCausalLM(model.config).eval()
-    with torch.no_grad():
-        for (_, src), (_, dst) in zip(
-            model.named_parameters(), copy.named_parameters(), strict=True
-        ):
-            noise = torch.randn(src.shape, generator=generator) * src.std() * scale
-            dst.copy_(src + noise)
-    return copy
 
 
 def write_gguf(model: Qwen2ForCausalLM, path: Path) -> Path:
@@ -184,7 +109,7 @@ def tiny_model_dirs(tmp_path_factory, tiny_tokenizer) -> dict[str, Path]:
         "target": target,
         "draft": build_llama(48, 2, seed=2),
         "tiny": build_qwen2(32, 1, seed=3),
-        "near": _near_copy(target, scale=0.01, seed=4),
+        "near": near_copy(target, scale=0.01, seed=4),
     }
     root = tmp_path_factory.mktemp("models")
     dirs = {}

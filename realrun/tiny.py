@@ -1,0 +1,129 @@
+"""Tiny random-initialised models sharing one word-level tokenizer: demos and tests.
+
+Nothing is downloaded. :func:`build_tokenizer` makes a WordLevel tokenizer over
+:data:`WORDS`; :func:`build_llama` / :func:`build_qwen2` random models over that vocabulary;
+:func:`near_copy` a noisy copy of a model (a drafter that is often accepted).
+:func:`demo_results` runs the whole ``csd realrun`` pipeline — measure α and c, recommend,
+run every method with the baselines — on such a family, in seconds (notebook 03 uses it
+when no results file is given).
+"""
+
+from __future__ import annotations
+
+import torch
+from tokenizers import Tokenizer, models, pre_tokenizers
+from transformers import (
+    LlamaConfig,
+    LlamaForCausalLM,
+    PreTrainedTokenizerFast,
+    Qwen2Config,
+    Qwen2ForCausalLM,
+)
+
+from ewif.results import Results
+
+SPECIALS = ["<unk>", "<bos>", "<eos>", "<pad>"]
+WORDS = SPECIALS + (
+    "the a an of to in is are was be and or not if then so that this it he she they we you "
+    "i one two three four five six seven eight nine ten zero plus minus times equals half "
+    "apples pens books cats dogs boxes coins miles hours days cost costs buys sells has have "
+    "had does tom gives takes more less many much each every total left how what which why answer "
+    "question step first second third next finally therefore because number numbers sum "
+    "product def return print for while list int x y z n = + - * / ( ) : , . ? ! 0 1 2 3 4 5 "
+    "6 7 8 9 red blue green big small old new fast slow run walk eat read write code python"
+).split()
+VOCAB = len(WORDS)
+EOS = WORDS.index("<eos>")
+
+PROMPT_TEXTS = [
+    "tom has five apples and buys three more apples . how many apples does tom have ? tom has",
+    "def sum ( x , y ) : return x + y",
+    "which number is more : seven or nine ? the answer is",
+    "a big red dog and a small blue cat run fast . the big red dog",
+]
+
+
+def build_tokenizer() -> PreTrainedTokenizerFast:
+    """WordLevel tokenizer over :data:`WORDS`."""
+    vocab = {w: i for i, w in enumerate(WORDS)}
+    backend = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
+    backend.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    return PreTrainedTokenizerFast(
+        tokenizer_object=backend,
+        unk_token="<unk>",
+        bos_token="<bos>",
+        eos_token="<eos>",
+        pad_token="<pad>",
+    )
+
+
+def _common(hidden: int, layers: int, heads: int) -> dict:
+    return dict(
+        vocab_size=VOCAB,
+        hidden_size=hidden,
+        intermediate_size=2 * hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        num_key_value_heads=max(1, heads // 2),
+        max_position_embeddings=512,
+        initializer_range=0.3,
+        bos_token_id=WORDS.index("<bos>"),
+        eos_token_id=EOS,
+        pad_token_id=WORDS.index("<pad>"),
+        tie_word_embeddings=False,
+    )
+
+
+def build_llama(hidden: int, layers: int, seed: int) -> LlamaForCausalLM:
+    """Random-initialised tiny Llama over the shared vocabulary (eval mode)."""
+    torch.manual_seed(seed)
+    return LlamaForCausalLM(LlamaConfig(**_common(hidden, layers, 4))).eval()
+
+
+def build_qwen2(hidden: int, layers: int, seed: int, vocab_size: int = VOCAB) -> Qwen2ForCausalLM:
+    """Random-initialised tiny Qwen2 (attention biases) over ``vocab_size`` ids."""
+    torch.manual_seed(seed)
+    config = Qwen2Config(**{**_common(hidden, layers, 4), "vocab_size": vocab_size})
+    return Qwen2ForCausalLM(config).eval()
+
+
+def near_copy(model: LlamaForCausalLM, scale: float, seed: int) -> LlamaForCausalLM:
+    """The model's weights plus Gaussian noise of ``scale`` × each tensor's std: a drafter
+    that agrees with ``model`` most of the time."""
+    generator = torch.Generator().manual_seed(seed)
+    copy = LlamaForCausalLM(model.config).eval()
+    with torch.no_grad():
+        for (_, src), (_, dst) in zip(
+            model.named_parameters(), copy.named_parameters(), strict=True
+        ):
+            noise = torch.randn(src.shape, generator=generator) * src.std() * scale
+            dst.copy_(src + noise)
+    return copy
+
+
+
+def demo_results(max_new_tokens: int = 12, progress: bool = False) -> Results:
+    """Measure, recommend and run (all methods, greedy) on a tiny family: target (Llama,
+    hidden 64), ``near`` (its noisy copy), ``draft`` (an independent Llama, hidden 48) and
+    Max-Gram, over :data:`PROMPT_TEXTS`. Timings are real but of toy models."""
+    from realrun.bigram import BigramTable
+    from realrun.hf_model import HFTokenModel
+    from realrun.maxgram import MaxGram
+    from realrun.measure import measure
+    from realrun.run import default_methods, run
+
+    tokenizer = build_tokenizer()
+    target = build_llama(64, 2, seed=1)
+    family = {
+        "target": HFTokenModel(target, "target"),
+        "near": HFTokenModel(near_copy(target, scale=0.01, seed=4), "near"),
+        "draft": HFTokenModel(build_llama(48, 2, seed=2), "draft"),
+        "mag": MaxGram(BigramTable.from_corpus(PROMPT_TEXTS, tokenizer)),
+    }
+    prompts = [tokenizer(text)["input_ids"] for text in PROMPT_TEXTS]
+    chain = [family[n] for n in ("target", "near", "draft", "mag")]
+    model_set = measure(chain, prompts[:2], max_new_tokens=max_new_tokens, leniences=(1.0, 3.0),
+                        max_m=4, repeats=2, warmup=1, progress=progress)
+    methods = default_methods(model_set, neural=["near", "draft"], k_max=4)
+    return run(methods, family, prompts, model_set=model_set, max_new_tokens=max_new_tokens,
+               eos_token_id=EOS, family="tiny random models", progress=progress)
