@@ -14,7 +14,7 @@ from ewif.cli import main
 
 @pytest.fixture(scope="module")
 def prompt_file(tmp_path_factory):
-    from tests.realrun.conftest import PROMPT_TEXTS
+    from realrun.tiny import PROMPT_TEXTS
 
     path = tmp_path_factory.mktemp("prompts") / "p.jsonl"
     path.write_text("".join(json.dumps({"prompt": t}) + "\n" for t in PROMPT_TEXTS))

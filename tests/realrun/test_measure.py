@@ -24,7 +24,7 @@ NEW = 8
 
 @pytest.fixture(scope="module")
 def chain(tiny_models, tiny_tokenizer):
-    from tests.realrun.conftest import PROMPT_TEXTS
+    from realrun.tiny import PROMPT_TEXTS
 
     table = BigramTable.from_corpus(PROMPT_TEXTS, tiny_tokenizer)
     return [HFTokenModel(tiny_models["target"].model, "target"),
@@ -154,7 +154,7 @@ def test_bad_input(chain, tiny_prompts, tiny_models):
         measure(chain[:1], tiny_prompts[:1], progress=False)
     with pytest.raises(ValueError, match="lenience"):
         measure(chain[:2], tiny_prompts[:1], leniences=(0.5,), progress=False)
-    from tests.realrun.conftest import build_qwen2
+    from realrun.tiny import build_qwen2
 
     other = HFTokenModel(build_qwen2(32, 1, seed=9, vocab_size=50), "other")
     with pytest.raises(ValueError, match="share one vocabulary"):

@@ -15,7 +15,7 @@ from realrun.maxgram import MaxGram
 from realrun.measure import measure
 from realrun.report import format_results
 from realrun.run import Method, cascade_method, default_methods, run
-from tests.realrun.conftest import EOS, PROMPT_TEXTS
+from realrun.tiny import EOS, PROMPT_TEXTS
 
 NEW = 12
 
