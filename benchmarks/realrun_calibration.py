@@ -30,7 +30,7 @@ def curve_swi(results: results_io.Results) -> dict[str, float]:
     ms = ModelSet.from_dict(results.metadata["model_set"])
     timing = ms.metadata["timing"]
     target = ms.models[0]
-    t1 = timing[target]["median_seconds"][0]
+    t1 = _seconds(timing[target])[0]
     out = {}
     for m in results.methods:
         counted = results.metadata.get("counted_passes", {}).get(m.name)
@@ -41,11 +41,17 @@ def curve_swi(results: results_io.Results) -> dict[str, float]:
             if not c["passes"]:
                 continue
             grid = np.asarray(timing[model]["m"], dtype=float)
-            med = np.asarray(timing[model]["median_seconds"], dtype=float)
+            med = np.asarray(_seconds(timing[model]), dtype=float)
             # a Max-Gram call proposing k tokens was timed at k, like a pass of k positions
             seconds += c["passes"] * float(np.interp(c["positions"] / c["passes"], grid, med))
         out[m.name] = m.tokens * t1 / seconds
     return out
+
+
+def _seconds(fit: dict) -> list[float]:
+    """Per-m pass times of a fit record (``median_seconds`` in files written before
+    ``realrun.measure`` switched to the fastest of its repeats)."""
+    return fit["seconds"] if "seconds" in fit else fit["median_seconds"]
 
 
 def main(argv: list[str]) -> int:
@@ -68,3 +74,4 @@ def main(argv: list[str]) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main(sys.argv[1:]))
+

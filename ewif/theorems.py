@@ -120,9 +120,11 @@ def best_k(alpha: float, c: float) -> tuple[int, float]:
             "for ever; need c > 0 when alpha < 1 and c >= 1 when alpha == 1"
         )
     if 0 < alpha < 1 and alpha > _MAX_K * (1.0 - alpha) * c:
+        with np.errstate(divide="ignore", over="ignore"):  # c may be subnormal
+            bound = np.float64(alpha) / ((1.0 - alpha) * c)
         raise ValueError(
             f"optimal k for alpha={alpha!r}, c={c!r} may exceed 2**53 (bound "
-            f"alpha/((1-alpha)c) = {alpha / ((1.0 - alpha) * c):.3g}); increase c or 1 - alpha"
+            f"alpha/((1-alpha)c) = {bound:.3g}); increase c or 1 - alpha"
         )
 
     def rising(k: int) -> bool:  # h(k) > 0, i.e. E(k+1) > E(k)

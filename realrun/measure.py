@@ -35,7 +35,7 @@ Each neural model is timed on one context (the first prompt and its continuation
 ``warmup`` untimed passes, ``repeats`` rounds of passes feeding ``m = 1..max_m`` fresh
 tokens onto the cached context and returning ``m`` logit rows (a review of ``m − 1``
 drafts: forward + LM head on ``m`` rows + copy to host + cache crop), the ``m`` values in a
-shuffled order per round. The median time per ``m`` is fitted to the affine model
+shuffled order per round. The fastest time per ``m`` is fitted to the affine model
 ``t_i(m) = a_i + b_i·m`` *anchored at m = 1* (exact for the one-token pass: autoregressive
 decoding, leaf drafters and EWIF's normalisation), the slope by least squares over
 ``m >= 2``. On CPUs the true curve is not affine (BLAS switches kernels: cost grows about
@@ -70,7 +70,7 @@ from simulate.tokens.sampling import Decoding
 
 @dataclass(frozen=True)
 class AffineFit:
-    """``seconds(m) ≈ intercept + slope·m`` fitted to per-``m`` medians."""
+    """``seconds(m) ≈ intercept + slope·m`` fitted to per-``m`` fastest times."""
 
     m: tuple[int, ...]
     seconds: tuple[float, ...]
@@ -82,7 +82,7 @@ class AffineFit:
         return self.intercept + self.slope * m
 
     def to_dict(self) -> dict:
-        return {"m": list(self.m), "median_seconds": list(self.seconds),
+        return {"m": list(self.m), "seconds": list(self.seconds),
                 "intercept_s": self.intercept, "slope_s_per_token": self.slope, "r2": self.r2}
 
 
@@ -111,7 +111,12 @@ def fit_affine(m: Sequence[int], seconds: Sequence[float], anchored: bool = Fals
 
 def time_model(model: TokenModel, context: Sequence[int], max_m: int, repeats: int = 5,
                warmup: int = 3, seed: int = 0) -> AffineFit:
-    """Affine fit of one pass of ``model`` feeding ``m = 1..max_m`` tokens after ``context``."""
+    """Affine fit of one pass of ``model`` feeding ``m = 1..max_m`` tokens after ``context``.
+
+    Each ``m`` is timed ``repeats`` times (in shuffled order) and represented by its fastest
+    run: on a shared machine interference only ever adds time, so the minimum is the
+    stable estimate of a pass's cost (the median let load spikes at large ``m`` tilt the
+    line until the fitted intercept went negative)."""
     max_m = _validate.count("max_m", max_m, minimum=1)
     repeats = _validate.count("repeats", repeats, minimum=1)
     warmup = _validate.count("warmup", warmup)
@@ -134,12 +139,13 @@ def time_model(model: TokenModel, context: Sequence[int], max_m: int, repeats: i
             model.logits(fresh, m)
             times[m].append(time.perf_counter() - start)
     ms = sorted(times)
-    return fit_affine(ms, [float(np.median(times[m])) for m in ms], anchored=True)
+    return fit_affine(ms, [min(times[m]) for m in ms], anchored=True)
 
 
 def time_proposer(proposer: Proposer, context: Sequence[int], prompt_length: int, max_m: int,
                   repeats: int = 5) -> AffineFit:
-    """Affine fit of one ``propose(context, prompt_length, k)`` call, ``k = 1..max_m``."""
+    """Affine fit of one ``propose(context, prompt_length, k)`` call, ``k = 1..max_m``
+    (fastest of ``repeats`` runs per ``k``, as in :func:`time_model`)."""
     ctx = [int(t) for t in context]
     times: dict[int, list[float]] = {k: [] for k in range(1, max_m + 1)}
     proposer.propose(ctx, prompt_length, max_m)
@@ -149,7 +155,7 @@ def time_proposer(proposer: Proposer, context: Sequence[int], prompt_length: int
             proposer.propose(ctx, prompt_length, k)
             times[k].append(time.perf_counter() - start)
     ks = sorted(times)
-    return fit_affine(ks, [float(np.median(times[k])) for k in ks])
+    return fit_affine(ks, [min(times[k]) for k in ks])
 
 
 def position_curve(runs: Sequence[np.ndarray], max_position: int) -> np.ndarray:

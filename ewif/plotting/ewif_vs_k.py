@@ -53,7 +53,9 @@ class Curve:
 
     @property
     def best_index(self) -> int:
-        return int(np.argmax(self.ewif))
+        """The smallest k whose EWIF is the maximum (ties within 1e-12 relative, which
+        rounding would otherwise break at random: e.g. ``c = α`` ties k = 0 and k = 1)."""
+        return int(np.flatnonzero(self.ewif >= self.ewif.max() * (1.0 - 1e-12))[0])
 
     @property
     def best_k(self) -> int:

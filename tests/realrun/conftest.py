@@ -19,7 +19,7 @@ Fixtures (session-scoped, reusable by every realrun test):
   in-process ``Qwen2ForCausalLM`` it encodes); its tokenizer is byte-level BPE (gpt2).
 
 Helpers: :func:`write_gguf` here; the tokenizer and model builders (:func:`build_llama`,
-:func:`build_qwen2`, ...) live in :mod:`realrun.tiny` and are re-exported here.
+:func:`build_qwen2`, :data:`WORDS`, :data:`EOS`, ...) live in :mod:`realrun.tiny`.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ import pytest
 import torch
 from transformers import PreTrainedTokenizerFast, Qwen2ForCausalLM
 
-from realrun.tiny import (  # re-exported: tests import these names from this module
+from realrun.tiny import (
     PROMPT_TEXTS,
     build_llama,
     build_qwen2,

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from realrun.bigram import BigramTable
-from tests.realrun.conftest import VOCAB, WORDS, build_tokenizer
+from realrun.tiny import VOCAB, WORDS, build_tokenizer
 
 TOKENIZER = build_tokenizer()
 

@@ -13,9 +13,9 @@ import torch
 from realrun.bigram import BigramTable
 from realrun.hf_model import HFTokenModel
 from realrun.maxgram import MaxGram
+from realrun.tiny import EOS
 from simulate.tokens.cascade import CascadeDecoder
 from simulate.tokens.sampling import Decoding
-from tests.realrun.conftest import EOS
 
 NEW = 16
 CONFIGS = {

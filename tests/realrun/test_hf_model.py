@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from realrun.hf_model import HFTokenModel
+from realrun.tiny import VOCAB
 from simulate.tokens.interface import TokenModel
-from tests.realrun.conftest import VOCAB
 
 
 def _scratch(model, tokens: list[int], n: int) -> np.ndarray:

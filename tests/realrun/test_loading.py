@@ -18,7 +18,7 @@ from realrun.loading import (
     select_device,
     vocabulary_fingerprint,
 )
-from tests.realrun.conftest import WORDS, build_llama, build_tokenizer
+from realrun.tiny import WORDS, build_llama, build_tokenizer
 
 
 def _logits(model, ids):
