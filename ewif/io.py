@@ -192,26 +192,30 @@ class ModelSet:
             raise ValueError(f"{source}: {exc}") from None
 
 
-def load(path: str | Path) -> ModelSet:
-    """Read a model-set file (``.json``, ``.yaml`` or ``.yml``)."""
+def read_data(path: str | Path, what: str) -> Any:
+    """The parsed content of a JSON (or, by suffix, YAML) file; one-line ``ValueError``
+    naming ``what`` (e.g. "model-set file") if it cannot be read or parsed."""
     path = Path(path)
     try:
         text = path.read_text()
     except OSError as exc:
-        raise ValueError(f"cannot read model-set file {str(path)!r}: {exc.strerror}") from None
+        raise ValueError(f"cannot read {what} {str(path)!r}: {exc.strerror}") from None
     if path.suffix.lower() in (".yaml", ".yml"):
         import yaml
 
         try:
-            data = yaml.safe_load(text)
+            return yaml.safe_load(text)
         except yaml.YAMLError as exc:
             raise ValueError(f"{path}: not valid YAML ({exc})") from None
-    else:
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
-    return ModelSet.from_dict(data, source=str(path))
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
+
+
+def load(path: str | Path) -> ModelSet:
+    """Read a model-set file (``.json``, ``.yaml`` or ``.yml``)."""
+    return ModelSet.from_dict(read_data(path, "model-set file"), source=str(path))
 
 
 def save(model_set: ModelSet, path: str | Path) -> Path:

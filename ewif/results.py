@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from ewif import _validate
+from ewif.io import read_data
 
 SCHEMA = "csd.results/1"
 KINDS = ("autoregressive", "sd", "csd", "hf-assisted", "hf-prompt-lookup")
@@ -264,16 +265,7 @@ def with_speedups(methods: Sequence[MethodResult]) -> tuple[MethodResult, ...]:
 
 def load(path: str | Path) -> Results:
     """Read and validate a ``csd.results/1`` JSON file."""
-    path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise ValueError(f"cannot read results file {str(path)!r}: {exc.strerror}") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
-    return Results.from_dict(data, source=str(path))
+    return Results.from_dict(read_data(path, "results file"), source=str(path))
 
 
 def save(results: Results, path: str | Path) -> Path:

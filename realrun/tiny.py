@@ -122,8 +122,15 @@ def demo_results(max_new_tokens: int = 12, progress: bool = False) -> Results:
     }
     prompts = [tokenizer(text)["input_ids"] for text in PROMPT_TEXTS]
     chain = [family[n] for n in ("target", "near", "draft", "mag")]
-    model_set = measure(chain, prompts[:2], max_new_tokens=max_new_tokens, leniences=(1.0, 3.0),
-                        max_m=4, repeats=2, warmup=1, progress=progress)
-    methods = default_methods(model_set, neural=["near", "draft"], k_max=4)
-    return run(methods, family, prompts, model_set=model_set, max_new_tokens=max_new_tokens,
-               eos_token_id=EOS, family="tiny random models", progress=progress)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # toy passes take ~1 ms: more threads only add timing noise
+    try:
+        model_set = measure(chain, prompts[:2], max_new_tokens=max_new_tokens,
+                            leniences=(1.0, 3.0), max_m=4, repeats=7, warmup=3,
+                            progress=progress)
+        methods = default_methods(model_set, neural=["near", "draft"], k_max=4)
+        return run(methods, family, prompts, model_set=model_set,
+                   max_new_tokens=max_new_tokens, eos_token_id=EOS,
+                   family="tiny random models", progress=progress)
+    finally:
+        torch.set_num_threads(threads)
