@@ -95,23 +95,13 @@ def ewif_vs_k_curves(
     k_max = min(k_max, MAX_K)
     ks = np.arange(k_max + 1)
 
-    curves = [
-        Curve(
-            f"SD, drafter 1 (α={alpha1:g}, c={c1:g})",
-            ks,
-            np.asarray(sd_ewif(alpha1, ks, c1), dtype=float),
-            ks,
-        )
-    ]
+    def sd_curve(drafter: int, alpha: float, c: float) -> Curve:
+        label = f"SD, drafter {drafter} (α={alpha:g}, c={c:g})"
+        return Curve(label, ks, np.asarray(sd_ewif(alpha, ks, c), dtype=float), ks)
+
+    curves = [sd_curve(1, alpha1, c1)]
     if alpha2 is not None:
-        curves.append(
-            Curve(
-                f"SD, drafter 2 (α={alpha2:g}, c={c2:g})",
-                ks,
-                np.asarray(sd_ewif(alpha2, ks, c2), dtype=float),
-                ks,
-            )
-        )
+        curves.append(sd_curve(2, alpha2, c2))
     if alpha12 is not None:
         inner = np.arange(1, inner_k_max + 1)
         table = np.asarray(vertical_ewif(alpha1, alpha12, inner[None, :], ks[:, None], c1, c2))
