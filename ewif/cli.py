@@ -15,12 +15,19 @@ package dependencies pointing one way (ewif ← simulate ← realrun).
 Errors: a ``ValueError``/``TypeError``/``OSError`` raised by a command is printed as one
 line ``csd <command>: error: <message>`` and the exit status is 2 (argparse's convention
 for usage errors). ``KeyboardInterrupt`` exits with 130.
+
+Pipes: a reader that stops early (``csd recommend | head -20``) is normal, not an error.
+A ``BrokenPipeError`` (raised by a write, or by the flush of buffered output that
+:func:`main` performs before returning) ends the command quietly with exit status 141,
+the shell's ``128 + SIGPIPE`` that ``yes | head`` reports for ``yes``; stdout is then
+pointed at ``/dev/null`` so the interpreter's final flush has nothing left to fail on.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 from importlib.metadata import entry_points
@@ -38,9 +45,36 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
+#: Exit status after the reader of stdout went away: 128 + SIGPIPE (13).
+BROKEN_PIPE = 141
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``csd``; returns the exit status (also used by the console script)."""
-    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        try:
+            return _dispatch(list(sys.argv[1:] if argv is None else argv))
+        finally:  # also after --help's SystemExit: the flush is the write that may fail
+            sys.stdout.flush()
+    except BrokenPipeError:
+        _discard_stdout()
+        return BROKEN_PIPE
+
+
+def _discard_stdout() -> None:
+    """Point stdout's file descriptor at ``/dev/null``: output still buffered when the
+    reader went away is then dropped silently by the interpreter's flush at exit."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # not backed by a descriptor
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, fd)
+    os.close(devnull)
+
+
+def _dispatch(argv: list[str]) -> int:
+    """Parse ``argv`` (without the program name), run the command, return its status."""
     commands = _commands()
     top = _Parser(
         prog="csd",
@@ -60,6 +94,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv[1:])
     try:
         return int(module.run(args) or 0)
+    except BrokenPipeError:
+        raise
     except (ValueError, TypeError, OSError) as exc:
         print(f"csd {name}: error: {exc}", file=sys.stderr)
         return 2

@@ -4,10 +4,15 @@ This is the one exchange format of the project: ``realrun.measure`` writes it,
 ``csd recommend --from FILE``, ``csd evaluate FILE`` and ``csd simulate FILE`` read it,
 and the presets in ``ewif/presets/`` use it. JSON or YAML (by extension)::
 
-    schema: csd.models/1
+    schema: csd.models/2
     models: [target, base, small, mag]     # index 0 is the target, largest first
     cost: [1.0, 0.0227, 0.0070, 0.0]       # one forward pass relative to the target's
     cost_per_token: [0, 0, 0, 0]           # optional: pass cost = cost + cost_per_token·m
+    cost_curve:                            # optional (/2): measured pass cost by m = 1, 2, ...
+      - [1.0, 1.02, 1.05, 1.09]            # target; cost_curve[0][0] must be 1
+      - [0.0227, 0.0231]                   # beyond the last m: the line through the last
+      - [0.0070]                           # two points (flat if it would decrease; a
+      - [0.0]                              # one-point curve is flat)
     alpha:                                 # lenience -> (n+1)×(n+1) matrix
       "1": [[null, 0.73, 0.65, 0.40],      # alpha[r][j]: reviewer r accepts a token of j
             [null, null, 0.80, 0.50],      # (only r < j is read; null = not measured)
@@ -18,7 +23,11 @@ and the presets in ``ewif/presets/`` use it. JSON or YAML (by extension)::
     cascade: {models: [target, base, mag], K: [[2, 10], [0, 10]], lenience: 3}  # optional
     metadata: {source: "...", notes: "..."}
 
-``alpha`` may also be a single matrix, meaning lenience 1.
+``alpha`` may also be a single matrix, meaning lenience 1. With ``cost_curve`` (schema
+``csd.models/2``) every pass is priced by the curves (:mod:`ewif.pass_cost`); ``cost`` may
+then be omitted (it is the curves' ``m = 1`` values, and must equal them when given) and
+``cost_per_token`` must be absent or zero. ``csd.models/1`` files (no curves) still read,
+with the same meaning; files are always written as ``csd.models/2``.
 """
 
 from __future__ import annotations
@@ -32,8 +41,10 @@ from typing import Any
 import numpy as np
 
 from ewif import _validate
+from ewif.pass_cost import PassCost
 
-SCHEMA = "csd.models/1"
+SCHEMA = "csd.models/2"
+SCHEMAS = ("csd.models/1", SCHEMA)  # readable versions; /1 has no cost_curve
 
 
 @dataclass(frozen=True)
@@ -51,6 +62,8 @@ class ModelSet:
 
     ``alpha[l][r, j]`` is the probability that model ``r`` accepts a token proposed by
     model ``j`` (``r < j``) when reviewing with lenience ``l``; NaN where unknown.
+    ``cost_curve`` (optional) holds each model's measured pass cost for ``m = 1, 2, ...``
+    positions; when present ``cost`` equals its ``m = 1`` values and ``cost_per_token`` is 0.
     """
 
     models: tuple[str, ...]
@@ -60,6 +73,7 @@ class ModelSet:
     alpha_by_position: dict[tuple[int, int], np.ndarray] = field(default_factory=dict)
     cascade: CascadeChoice | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
+    cost_curve: tuple[np.ndarray, ...] | None = None
 
     def __post_init__(self) -> None:
         n1 = len(self.models)
@@ -76,6 +90,22 @@ class ModelSet:
         _validate.costs("cost_per_token", self.cost_per_token)
         if self.cost[0] != 1.0:
             raise ValueError(f"cost[0] (the target) must be 1, got {self.cost[0]!r}")
+        if self.cost_curve is not None:
+            curves = PassCost.from_curves(self.cost_curve, n_models=n1)
+            m1 = [float(curves.table(i)[0]) for i in range(n1)]
+            if not np.array_equal(self.cost, m1):
+                raise ValueError(
+                    f"cost must equal the m = 1 values of cost_curve {m1}, got "
+                    f"{self.cost.tolist()}"
+                )
+            if np.any(self.cost_per_token):
+                raise ValueError(
+                    f"cost_per_token must be zero when cost_curve is given (the curves price "
+                    f"every m), got {self.cost_per_token.tolist()}"
+                )
+            object.__setattr__(
+                self, "cost_curve", tuple(curves.table(i) for i in range(n1))
+            )
         if not self.alpha:
             raise ValueError("alpha must hold at least one matrix")
         target_rows = []
@@ -97,6 +127,26 @@ class ModelSet:
                     "alpha row 0 (the target's reviews) must be the same for every lenience: "
                     "lenience is never applied at the target"
                 )
+        for r, j in self.alpha_by_position:
+            if not 0 <= r < j < n1:
+                raise ValueError(
+                    f"alpha_by_position key '{r},{j}' must name a reviewer r and a drafter "
+                    f"j with 0 <= r < j < {n1} (model indices)"
+                )
+        if self.cascade is not None:  # a configuration that cannot be evaluated is malformed
+            from ewif.cascade import Cascade
+
+            try:
+                Cascade.from_model_set(self)
+            except ValueError as exc:
+                raise ValueError(f"cascade: {exc}") from None
+
+    @property
+    def pass_cost(self) -> PassCost:
+        """The pass costs ``c_i(m)`` of the models: the curves, or affine."""
+        if self.cost_curve is not None:
+            return PassCost.from_curves(self.cost_curve)
+        return PassCost.affine(self.cost, self.cost_per_token)
 
     @property
     def leniences(self) -> tuple[float, ...]:
@@ -114,6 +164,8 @@ class ModelSet:
             "models": list(self.models),
             "cost": self.cost.tolist(),
             "cost_per_token": self.cost_per_token.tolist(),
+            **({} if self.cost_curve is None else
+               {"cost_curve": [c.tolist() for c in self.cost_curve]}),
             "alpha": {f"{len_:g}": _matrix_out(m) for len_, m in sorted(self.alpha.items())},
         }
         if self.alpha_by_position:
@@ -136,15 +188,28 @@ class ModelSet:
                 f"{source}: expected a mapping at the top level, got {type(data).__name__}"
             )
         schema = data.get("schema", SCHEMA)
-        if schema != SCHEMA:
-            raise ValueError(f"{source}: schema must be {SCHEMA!r}, got {schema!r}")
-        for key in ("models", "cost", "alpha"):
+        if schema not in SCHEMAS:
+            raise ValueError(
+                f"{source}: schema must be one of {', '.join(map(repr, SCHEMAS))}, got {schema!r}"
+            )
+        curves = data.get("cost_curve")
+        if curves is not None and schema != SCHEMA:
+            raise ValueError(f"{source}: cost_curve needs schema {SCHEMA!r}, got {schema!r}")
+        for key in ("models", "alpha") if curves is not None else ("models", "cost", "alpha"):
             if key not in data:
                 raise ValueError(f"{source}: missing required key {key!r}")
         models = data["models"]
         if not isinstance(models, list) or not all(isinstance(m, str) for m in models):
             raise ValueError(f"{source}: models must be a list of names, got {models!r}")
         n1 = len(models)
+        if curves is not None:
+            try:
+                table = PassCost.from_curves(curves, n_models=n1)
+            except ValueError as exc:
+                raise ValueError(f"{source}: {exc}") from None
+            curves = tuple(table.table(i) for i in range(n1))
+            if "cost" not in data:
+                data = {**data, "cost": [float(c[0]) for c in curves]}
         cost = _validate.costs(f"{source}: cost", data["cost"])
         cpt = _validate.costs(f"{source}: cost_per_token", data.get("cost_per_token", [0.0] * n1))
         raw_alpha = data["alpha"]
@@ -156,11 +221,17 @@ class ModelSet:
         for key, matrix in raw_alpha.items():
             try:
                 lenience = float(key)
-            except ValueError:
+            except (TypeError, ValueError):
                 raise ValueError(f"{source}: alpha key {key!r} is not a lenience number") from None
             alpha[lenience] = _matrix_in(f"{source}: alpha[{key}]", matrix)
         by_pos = {}
-        for key, curve in (data.get("alpha_by_position") or {}).items():
+        raw_by_pos = data.get("alpha_by_position") or {}
+        if not isinstance(raw_by_pos, dict):
+            raise ValueError(
+                f"{source}: alpha_by_position must be a mapping 'r,j' -> list of "
+                f"probabilities, got {raw_by_pos!r}"
+            )
+        for key, curve in raw_by_pos.items():
             try:
                 r, j = (int(s) for s in str(key).split(","))
             except ValueError:
@@ -173,11 +244,21 @@ class ModelSet:
             c = data["cascade"]
             if not isinstance(c, dict) or "models" not in c or "K" not in c:
                 raise ValueError(f"{source}: cascade must be a mapping with 'models' and 'K'")
+            names = c["models"]
+            if not isinstance(names, list) or not names or not all(
+                isinstance(m, str) for m in names
+            ):
+                raise ValueError(
+                    f"{source}: cascade.models must be a non-empty list of names, got {names!r}"
+                )
             choice = CascadeChoice(
-                models=tuple(c["models"]),
+                models=tuple(names),
                 K=_validate.counts(f"{source}: cascade.K", c["K"]),
-                lenience=float(c.get("lenience", 1.0)),
+                lenience=_validate.cost(f"{source}: cascade.lenience", c.get("lenience", 1.0)),
             )
+        metadata = data.get("metadata") or {}
+        if not isinstance(metadata, dict):
+            raise ValueError(f"{source}: metadata must be a mapping, got {metadata!r}")
         try:
             return cls(
                 models=tuple(models),
@@ -186,7 +267,8 @@ class ModelSet:
                 alpha=alpha,
                 alpha_by_position=by_pos,
                 cascade=choice,
-                metadata=dict(data.get("metadata") or {}),
+                metadata=dict(metadata),
+                cost_curve=curves,
             )
         except ValueError as exc:
             raise ValueError(f"{source}: {exc}") from None
@@ -197,20 +279,27 @@ def read_data(path: str | Path, what: str) -> Any:
     naming ``what`` (e.g. "model-set file") if it cannot be read or parsed."""
     path = Path(path)
     try:
-        text = path.read_text()
+        text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ValueError(f"cannot read {what} {str(path)!r}: {exc.strerror}") from None
-    if path.suffix.lower() in (".yaml", ".yml"):
-        import yaml
-
-        try:
-            return yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            raise ValueError(f"{path}: not valid YAML ({exc})") from None
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path}: not UTF-8 text (byte {exc.start}): not a {what}") from None
     try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
+        if path.suffix.lower() in (".yaml", ".yml"):
+            import yaml
+
+            try:
+                return yaml.safe_load(text)
+            except yaml.YAMLError as exc:
+                raise ValueError(f"{path}: not valid YAML ({' '.join(str(exc).split())})") from None
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ValueError(
+                f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})"
+            ) from None
+    except RecursionError:
+        raise ValueError(f"{path}: nested too deeply to be a {what}") from None
 
 
 def load(path: str | Path) -> ModelSet:
@@ -234,13 +323,19 @@ def save(model_set: ModelSet, path: str | Path) -> Path:
 def _matrix_in(name: str, matrix: Any) -> np.ndarray:
     if not isinstance(matrix, list) or not all(isinstance(row, list) for row in matrix):
         raise ValueError(f"{name} must be a list of rows, got {matrix!r}")
+    if not all(
+        v is None or (isinstance(v, int | float) and not isinstance(v, bool))
+        for row in matrix
+        for v in row
+    ):
+        raise ValueError(f"{name} must hold numbers or null, got {matrix!r}")
     rows = [[math.nan if v is None else v for v in row] for row in matrix]
     if len({len(r) for r in rows}) > 1:
         raise ValueError(f"{name} rows must all have the same length")
     try:
         return np.asarray(rows, dtype=float)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must hold numbers or null, got {matrix!r}") from None
+    except OverflowError:  # an integer beyond the float range
+        raise ValueError(f"{name} must hold numbers in [0, 1] or null, got {matrix!r}") from None
 
 
 def _matrix_out(matrix: np.ndarray) -> list[list[float | None]]:

@@ -3,20 +3,33 @@
 The objective is the EWIF of :class:`ewif.cascade.Cascade` (same semantics). Two exact
 strategies share one decomposition of a target step:
 
-* **Memoised sub-cascades.** A model's K row is the same wherever it reviews, so the
-  tokens PGF ``R_r`` of one review call of drafter ``r`` depends only on the rows of models
-  ``r..n−1``; each is computed once per lenience (:func:`ewif.cascade.stopped_sum`,
-  :func:`ewif.cascade.review`) and reused by every configuration that contains it.
+* **Memoised sub-cascades.** A model's K row is the same wherever it reviews, so one
+  review call of drafter ``r`` depends only on the rows of models ``r..n−1``; each is
+  computed once per lenience by the kernel :func:`ewif.review_call.review_call` (the one
+  :class:`Cascade` uses) and reused by every configuration that contains it.
 * **Block summaries.** At the target the draft is a sequence of independent blocks; the
-  target step only needs, per block ``j`` and budget ``b``, four numbers: ``P_j = E[a^L]``
-  (whole block accepted), ``E_j = E[Σ_{i=1}^{L} a^i]`` (expected accepted tokens in it),
-  ``E[L]`` and the block's expected cost ``C_j`` (Wald). For a ``tokens`` block with renewal
-  sequence ``u`` of ``R_j`` and any ``f``: ``E[f(L_b)] = Σ_{s<b} u(s) E[f(s + R_j)] −
-  Σ_{1≤v<b} u(v) f(v)`` — one cumulative sum gives every budget at once. Then
-  ``E[tokens] = 1 + E_1 + P_1 (E_2 + P_2 (E_3 + …))`` and ``E[cost] = c_0 + cpt_0 +
+  target step only needs, per block ``j`` and budget ``b``, the length pmf of ``L_j(b)``
+  (for a ``tokens`` block every budget at once from one renewal sequence,
+  :func:`ewif.review_call.block_lengths`), hence ``P_j = E[a^L]`` (whole block accepted),
+  ``E_j = E[Σ_{i=1}^{L} a^i]`` (expected accepted tokens in it), ``E[L]``, and the block's
+  expected drafter cost ``C_j`` (Wald). Then ``E[tokens] = 1 + E_1 + P_1 (E_2 + P_2 (E_3 +
+  …))`` and, for an affine target ``c_0(m) = c_0 + cpt_0·m``, ``E[cost] = c_0 + cpt_0 +
   Σ_j (C_j + cpt_0 E[L_j])``.
 
-``"exhaustive"`` evaluates these two formulas for every configuration with numpy
+**Pass-cost curves.** With measured curves ``c_i(m)`` (:mod:`ewif.pass_cost`) the
+drafters' curves only enter the memoised review calls (their cost is per block, so still
+separable). The target's review costs ``E[c_0(1 + Σ_j L_j)]``: for an affine ``c_0(m) =
+a_0 + s_0 m`` that is ``c_0(1) + s_0 Σ_j E[L_j]`` (separable, as above), but for a
+non-affine target curve it couples the blocks. The exhaustive search then computes it
+exactly by a backward pass over the target blocks, ``G_(n+1)(s) = c_0(1 + s)``,
+``G_j[b_j, …, s] = Σ_v P(L_j(b_j) = v) G_(j+1)[…, s + v]``, and contracts the first
+block's length pmfs against ``G_2`` (one matrix product); every budget's length pmf comes
+from one renewal sequence, ``P(L_b = v) = Σ_{s<b} u(s) P(R = v − s)`` (``v >= b``), by a
+cumulative sum over ``s``. Dinkelbach relies on separability, so it is exact whenever the
+*target's* cost is affine; ``method="auto"`` uses exhaustive search for a non-affine
+target and ``method="dinkelbach"`` refuses it.
+
+``"exhaustive"`` evaluates these formulas for every configuration with numpy
 broadcasting (the full ranking is available). ``"dinkelbach"`` maximises the ratio
 ``N/D`` by Dinkelbach's method: ``λ`` is optimal iff ``max (N − λD) = 0``; for fixed ``λ``
 the objective is ``1 − λ(c_0+cpt_0) + Σ_j [(Π_{i<j} P_i) E_j − λ C_j]``, whose maximum over
@@ -44,9 +57,10 @@ from typing import NamedTuple
 import numpy as np
 
 from ewif import _validate
-from ewif._numerics import pmf_power
-from ewif.cascade import FILLS, Cascade, review, stopped_sum
+from ewif.cascade import FILLS, Cascade
 from ewif.io import ModelSet
+from ewif.pass_cost import PassCost
+from ewif.review_call import block_lengths, is_leaf, review_call
 
 Entry = tuple[int, int]  # (r, j) 1-based as in k_rj
 BoundSpec = int | tuple[int, int] | Sequence[int]
@@ -69,11 +83,26 @@ class Configuration:
 
 @dataclass
 class OptimizeResult:
-    """The optimum and a ranked table (best first; equivalent configurations merged).
+    """The optimum and a ranked table.
 
-    ``n_configurations`` counts the configurations of the search space (all subsets and
-    leniences); ``method`` is ``"exhaustive"`` or ``"dinkelbach"``; ``interrupted`` is True
-    when Ctrl-C stopped the search (the result is then the best of what was searched).
+    ``table`` means one thing per method:
+
+    * ``"exhaustive"``: the true top ``top`` configurations of the whole search space by
+      exact EWIF (each row re-evaluated by :class:`Cascade`), exactly as a brute-force scan
+      would rank them. Equivalent configurations are merged: the same models and K after
+      dropping the drafters a configuration never reaches, and the same lenience unless no
+      drafter reviews another (then lenience changes nothing and the smallest is shown).
+      Ties in EWIF are broken by the smallest total budget ΣK, then the lexicographically
+      smallest K (row by row), then the smaller lenience, then the models' order in the set.
+    * ``"dinkelbach"``: the best configuration of each searched sub-space (model subset ×
+      lenience), merged and ranked by the same rule — not a top-N of the whole space (within
+      a sub-space that has several optima, which one is listed is not specified).
+      When ``"auto"`` uses both, each sub-space contributes by its own method.
+
+    ``best`` is ``table[0]`` (the global optimum either way). ``n_configurations`` counts
+    the configurations of the search space (all subsets and leniences); ``method`` is
+    ``"exhaustive"``, ``"dinkelbach"`` or both joined by ``+``; ``interrupted`` is True when
+    Ctrl-C stopped the search (the result is then the best of what was searched).
     """
 
     best: Configuration
@@ -154,19 +183,28 @@ def as_model_set(
     cost: object | None = None,
     cost_per_token: object | None = None,
     names: Sequence[str] | None = None,
+    cost_curve: object | None = None,
 ) -> ModelSet:
-    """A :class:`ModelSet` from a model set, or from alpha (matrix or lenience → matrix) + costs."""
+    """A :class:`ModelSet` from a model set, or from alpha (matrix or lenience → matrix) + costs
+    (``cost`` and optionally ``cost_per_token``, or measured ``cost_curve``, where ``cost``
+    may be omitted: it is the curves' ``m = 1`` values)."""
     if isinstance(source, ModelSet):
         return source
-    if cost is None:
-        raise ValueError("cost is required when alpha is given as a matrix")
     raw = source if isinstance(source, Mapping) else {1.0: source}
     alpha = {float(k): np.array(v, dtype=float) for k, v in raw.items()}
     n1 = next(iter(alpha.values())).shape[0]
+    curves = None
+    if cost_curve is not None:
+        table = PassCost.from_curves(cost_curve, n_models=n1)
+        curves = tuple(table.table(i) for i in range(n1))
+        if cost is None:
+            cost = [c[0] for c in curves]
+    if cost is None:
+        raise ValueError("cost (or cost_curve) is required when alpha is given as a matrix")
     cost = np.asarray(cost, dtype=float)
     cpt = np.zeros(n1) if cost_per_token is None else np.asarray(cost_per_token, dtype=float)
     names = tuple(names) if names is not None else ("target", *tuple(f"d{i}" for i in range(1, n1)))
-    return ModelSet(models=names, cost=cost, cost_per_token=cpt, alpha=alpha)
+    return ModelSet(models=names, cost=cost, cost_per_token=cpt, alpha=alpha, cost_curve=curves)
 
 
 def optimize(
@@ -174,6 +212,7 @@ def optimize(
     *,
     cost: object | None = None,
     cost_per_token: object | None = None,
+    cost_curve: object | None = None,
     candidates: Sequence[str] | None = None,
     bounds: tuple[int, int] | Mapping[Entry, BoundSpec] = (1, 30),
     leniences: Iterable[float] | None = None,
@@ -188,7 +227,8 @@ def optimize(
     Parameters
     ----------
     source : a :class:`ModelSet`, or alpha (one matrix, or a mapping lenience → matrix)
-        together with ``cost`` (and optionally ``cost_per_token``).
+        together with ``cost`` (and optionally ``cost_per_token``) or ``cost_curve``
+        (measured pass costs ``cost_curve[i][m-1]``, :mod:`ewif.pass_cost`).
     candidates : model names to choose from (target first; default all models of the set).
     bounds : ``(lo, hi)`` — every K entry of every searched cascade ranges over ``lo..hi``;
         or a mapping ``{(r, j): spec}`` with 1-based ``k_rj`` indices of the candidate list,
@@ -200,13 +240,15 @@ def optimize(
         describes one cascade's entries). With ``lo = 0`` a single search already covers
         all subsets (zero budgets drop drafters).
     method : ``"exhaustive"``, ``"dinkelbach"`` or ``"auto"`` (exhaustive up to 5·10^6
-        configurations per search, else Dinkelbach).
-    top : rows of the ranked table.
+        configurations per search, or whenever the target's pass cost is a non-affine
+        curve; else Dinkelbach). ``"dinkelbach"`` with a non-affine target curve raises
+        ``ValueError`` (not exact there; see the module docstring).
+    top : rows of the ranked table (see :class:`OptimizeResult` for what it holds).
 
     Returns an :class:`OptimizeResult`. Raises ``ValueError`` for bad arguments or when no
     configuration of the space is valid.
     """
-    ms = as_model_set(source, cost, cost_per_token)
+    ms = as_model_set(source, cost, cost_per_token, cost_curve=cost_curve)
     if fill not in FILLS:
         raise ValueError(f"fill must be one of {FILLS}, got {fill!r}")
     if method not in ("auto", "exhaustive", "dinkelbach"):
@@ -269,12 +311,13 @@ def optimize(
                 continue
             m = method
             if m == "auto":
-                m = "exhaustive" if space.size <= _EXHAUSTIVE_LIMIT else "dinkelbach"
+                small = space.size <= _EXHAUSTIVE_LIMIT
+                m = "exhaustive" if small or space.target_affine is None else "dinkelbach"
             used_methods.add(m)
             found.extend(space.exhaustive(top) if m == "exhaustive" else space.dinkelbach())
     except KeyboardInterrupt:
         interrupted = True
-    table = _rank(found, top)
+    table = _rank(found, top, ms)
     if not table:
         raise ValueError("no valid configuration in the search space (every cascade was empty)")
     return OptimizeResult(
@@ -314,20 +357,43 @@ def best_sd(
     return best
 
 
-def _rank(found: list, top: int) -> list[Configuration]:
-    """Best first, equivalent configurations merged, re-evaluated exactly by :class:`Cascade`."""
-    seen, out = set(), []
-    for _, space, args in sorted(found, key=lambda t: -t[0]):
+def _rank(found: list, top: int, ms: ModelSet) -> list[Configuration]:
+    """The true top ``top``: equivalent configurations merged, each re-evaluated exactly by
+    :class:`Cascade`, ordered by :func:`_order`.
+
+    ``found`` holds ``(value, space, args)`` candidates whose ``value`` (the vectorised
+    EWIF) is within rounding of the exact one; all candidates within 1e-9 relative of the
+    ``top``-th best distinct configuration are re-evaluated, so ties are decided exactly.
+    """
+    merged: dict[tuple, tuple[float, _Space, tuple[str, ...], np.ndarray]] = {}
+    for value, space, args in found:
         models, K = space._config(*args)
-        key = (models, K.tobytes(), space.lenience)
-        if key in seen:
-            continue
-        seen.add(key)
-        out.append(space.evaluate(models, K))
-        if len(out) == top:
-            break
-    out.sort(key=lambda c: -c.ewif)
-    return out
+        key = _key(models, K, space.lenience)
+        old = merged.get(key)
+        if old is None:
+            merged[key] = (value, space, models, K)
+        else:  # the same configuration: keep the best value and the smallest lenience
+            low = old[1] if old[1].lenience <= space.lenience else space
+            merged[key] = (max(value, old[0]), low, models, K)
+    items = list(merged.values())
+    keep = _top_with_ties(np.array([v for v, *_ in items]), top) if items else []
+    out = [items[i][1].evaluate(items[i][2], items[i][3]) for i in keep]
+    out.sort(key=lambda c: _order(c, ms))
+    return out[:top]
+
+
+def _key(models: tuple[str, ...], K: np.ndarray, lenience: float) -> tuple:
+    """Equivalence of configurations: the same canonical models and K, and the same lenience
+    unless no drafter reviews another (then lenience changes nothing: alpha's target row is
+    the same at every lenience)."""
+    return (models, K.tobytes(), lenience if K[1:].any() else None)
+
+
+def _order(c: Configuration, ms: ModelSet) -> tuple:
+    """Ranking: higher EWIF first; ties broken by the smallest total budget ΣK, then the
+    lexicographically smallest K (row by row), then the smaller lenience, then the models'
+    positions in the set."""
+    return (-c.ewif, int(c.K.sum()), c.K.tolist(), c.lenience, [ms.index(m) for m in c.models])
 
 
 def _values(name: str, spec: BoundSpec) -> tuple[int, ...]:
@@ -345,6 +411,36 @@ def _values(name: str, spec: BoundSpec) -> tuple[int, ...]:
     return vals
 
 
+class _Block(NamedTuple):
+    """Target-level summary of one block, one entry per budget ``b`` of its options.
+
+    ``P = E[a^L]`` (whole block accepted), ``E = E[Σ_{i=1}^{L} a^i]`` (expected accepted
+    tokens in it), ``C`` the drafters' expected cost of building it (Wald; the target's
+    review pass is priced separately) and ``lengths[i, v] = P(L_(b_i) = v)``.
+    """
+
+    P: np.ndarray
+    E: np.ndarray
+    C: np.ndarray
+    lengths: np.ndarray
+
+    @property
+    def mean(self) -> np.ndarray:
+        """``E[L]`` per budget."""
+        return self.lengths @ np.arange(self.lengths.shape[1], dtype=float)
+
+
+class _Prepared(NamedTuple):
+    """One assignment ``sigma`` of rows 2..n-1: the first block's options (row1 × k11,
+    flattened) and the summaries of target blocks 2..n."""
+
+    sigma: tuple
+    rows1: list
+    k_vals: list[tuple[int, ...]]
+    first: _Block
+    rest: list[_Block]
+
+
 class _Space:
     """The configurations of one model list at one lenience, and their exact evaluation."""
 
@@ -358,9 +454,13 @@ class _Space:
     ) -> None:
         self.models, self.lenience, self.fill = models, lenience, fill
         ix = np.asarray([ms.index(m) for m in models])
+        self.order = tuple(int(i) for i in ix)
         self.alpha = ms.alpha[lenience][np.ix_(ix, ix)]
         self.cost = ms.cost[ix]
         self.cpt = ms.cost_per_token[ix]
+        self.curves = None if ms.cost_curve is None else [ms.cost_curve[i] for i in ix]
+        self.pass_cost = ms.pass_cost.select(ix)
+        self.target_affine = self.pass_cost.affine_params(0)
         n = self.n = len(models) - 1
         for r, j in spec:
             if not (1 <= r <= j <= n):
@@ -380,99 +480,47 @@ class _Space:
             for r in range(n)
         ]
         self.size = int(np.prod([len(o) for o in self.rowopts], dtype=float))
-        self._memo: dict[tuple, tuple[np.ndarray, float]] = {}
+        self._memo: dict = {}
 
     # -------------------------------------------------------------- sub-cascades
-    def _call(self, r: int, rows: tuple) -> tuple[np.ndarray, float]:
-        """(tokens pmf, expected cost) of one review call by model r; rows = rows of r..n-1."""
-        key = (r, rows)
-        if key in self._memo:
-            return self._memo[key]
-        n, blocks, cost, mean = self.n, [], 0.0, 0.0
-        for j, b in zip(range(r + 1, n + 1), rows[0], strict=True):
-            if b == 0:
-                continue
-            if j == n or not any(rows[j - r]):
-                length = np.zeros(b + 1)
-                length[b] = 1.0
-                cost += b * (self.cost[j] + self.cpt[j])
-            else:
-                pmf, c = self._call(j, rows[j - r :])
-                if self.fill == "tokens":
-                    length, calls = stopped_sum(pmf, b)
-                else:
-                    length, calls = pmf_power(pmf, b), float(b)
-                cost += calls * c
-            mean += float(np.arange(length.size) @ length)
-            blocks.append((float(self.alpha[r, j]), length))
-        pmf, _ = review(blocks)
-        cost += self.cost[r] + self.cpt[r] * (mean + 1.0)
-        self._memo[key] = (pmf, cost)
-        return pmf, cost
-
-    def _block(self, j: int, rows: tuple | None, budgets: tuple[int, ...]) -> np.ndarray:
-        """Target-level summaries (4, len(budgets)): P, E, C (incl. cpt_0·E[L]) per budget.
-
-        ``rows`` are the rows of models j..n-1 (None or all-zero row: j is a leaf).
-        """
+    def _block(self, j: int, rows: tuple | None, budgets: tuple[int, ...]) -> _Block:
+        """Summary of target block ``j`` for every budget; ``rows`` are the K rows of models
+        ``j..n-1`` (None when ``j = n``)."""
         a = float(self.alpha[0, j])
-        b = np.asarray(budgets)
-        if rows is None or not any(rows[0]):
-            P = a ** b.astype(float)
-            E = _gsum(a, b)
-            C = b * (self.cost[j] + self.cpt[j]) + self.cpt[0] * b
-            return np.stack([P, E, C])
-        pmf, call_cost = self._call(j, rows)
-        t = np.arange(pmf.size)
-        Ra, Eg, Er = float(pmf @ a**t), float(pmf @ _gsum(a, t)), float(pmf @ t)
-        bmax = int(b.max())
-        if self.fill == "rounds":
-            # L_k = sum of k calls: E[a^L] = R(a)^k, E[g(L_k)] = E[g(R)] Σ_{i<k} R(a)^i
-            P = Ra ** b.astype(float)
-            geo = np.concatenate([[0.0], np.cumsum(Ra ** np.arange(bmax, dtype=float))])
-            E = Eg * geo[b]
-            L, N = b * Er, b.astype(float)
+        b = np.asarray(budgets, dtype=np.int64)
+        if rows is None or is_leaf(rows, 0):
+            lengths = np.zeros((b.size, int(b.max()) + 1))
+            lengths[np.arange(b.size), b] = 1.0
+            C = b * float(self.pass_cost.at(j, 1))
         else:
-            u = np.zeros(max(bmax, 1))
-            u[0] = 1.0
-            r = pmf[1:bmax]
-            for s in range(1, bmax):
-                m = min(s, r.size)
-                u[s] = r[:m] @ u[s - 1 :: -1][:m]
-            s = np.arange(u.size)
-            as_ = a ** s.astype(float)
-            g = _gsum(a, s)
+            call = review_call(j, rows, self.alpha, self.pass_cost, self.fill, self._memo)
+            lengths, calls = block_lengths(call.pmf, b, self.fill)
+            C = calls * call.total_cost
+        v = np.arange(lengths.shape[1])
+        return _Block(lengths @ a ** v.astype(float), lengths @ _gsum(a, v), C, lengths)
 
-            def expect(phi: np.ndarray, f: np.ndarray) -> np.ndarray:
-                first = np.concatenate([[0.0], np.cumsum(u * phi)])  # Σ_{s<b}
-                second = np.concatenate([[0.0], np.cumsum(u * f)]) - 1.0 * f[0]  # Σ_{1≤v<b}
-                second[0] = 0.0
-                return first[b] - second[b]
-
-            P = np.where(b == 0, 1.0, expect(as_ * Ra, as_))
-            E = expect(g + as_ * Eg, g)
-            L = expect(s + Er, s.astype(float))
-            N = np.concatenate([[0.0], np.cumsum(u)])[b]
-        C = N * call_cost + self.cpt[0] * L
-        return np.stack([P, E, C])
-
-    def _prepare(self, sigma: tuple):
+    def _prepare(self, sigma: tuple) -> _Prepared:
         """Per assignment sigma of rows 2..n-1: block-1 options and blocks 2..n summaries."""
         n = self.n
-        first = []  # (row1, k11 values) summaries
         k_vals = [self.allowed[0, j] for j in range(1, n + 1)]
         rows1 = self.rowopts[1] if n >= 2 else [None]
-        for row1 in rows1:
-            rows = None if row1 is None else (row1, *sigma)
-            first.append(self._block(1, rows, k_vals[0]))
-        first = np.stack(first)  # (|row1|, 3, |k11|)
-        rest = []
-        for j in range(2, n + 1):
-            rows = sigma[j - 2 :] if j < n else None
-            rest.append(self._block(j, rows, k_vals[j - 1]))
-        return rows1, first, rest, k_vals
+        firsts = [
+            self._block(1, None if row1 is None else (row1, *sigma), k_vals[0]) for row1 in rows1
+        ]
+        width = max(f.lengths.shape[1] for f in firsts)
+        lengths = np.zeros((len(firsts) * len(k_vals[0]), width))
+        for i, f in enumerate(firsts):
+            lengths[i * len(k_vals[0]) : (i + 1) * len(k_vals[0]), : f.lengths.shape[1]] = (
+                f.lengths
+            )
+        first = _Block(*(np.concatenate([getattr(f, x) for f in firsts]) for x in "PEC"), lengths)
+        rest = [
+            self._block(j, sigma[j - 2 :] if j < n else None, k_vals[j - 1])
+            for j in range(2, n + 1)
+        ]
+        return _Prepared(sigma, list(rows1), k_vals, first, rest)
 
-    def _config(self, sigma, row1, target_row) -> Configuration:
+    def _config(self, sigma, row1, target_row) -> tuple[tuple[str, ...], np.ndarray]:
         n = self.n
         K = np.zeros((n, n), dtype=np.int64)
         K[0] = target_row
@@ -484,70 +532,138 @@ class _Space:
 
     def evaluate(self, models: tuple[str, ...], K: np.ndarray) -> Configuration:
         ix = np.asarray([self.models.index(m) for m in models])
-        c = Cascade(self.alpha[np.ix_(ix, ix)], self.cost[ix], K, self.cpt[ix], fill=self.fill)
+        alpha = self.alpha[np.ix_(ix, ix)]
+        if self.curves is None:
+            c = Cascade(alpha, self.cost[ix], K, self.cpt[ix], fill=self.fill)
+        else:
+            c = Cascade(alpha, None, K, fill=self.fill, cost_curve=[self.curves[i] for i in ix])
         return Configuration(models, c.K.copy(), self.lenience, c.ewif())
 
     def _sigmas(self):
         return itertools.product(*self.rowopts[2:]) if self.n >= 3 else [()]
 
-    def _ar(self) -> float:
-        return float(self.cost[0] + self.cpt[0])
+    def _affine_blocks(self, prep: _Prepared) -> tuple[_Block, list[_Block]]:
+        """Blocks whose ``C`` includes the target's per-position review cost ``s0·E[L]``
+        (affine target ``c_0(m) = a0 + s0·m``: the review costs ``c_0(1) + s0·Σ_j E[L_j]``)."""
+        s0 = self.target_affine[1]
+        first, rest = prep.first, prep.rest
+        return (first._replace(C=first.C + s0 * first.mean),
+                [b._replace(C=b.C + s0 * b.mean) for b in rest])
+
+    def _review_cost(self, prep: _Prepared, shape: tuple[int, ...]) -> np.ndarray:
+        """``E[c_0(1 + Σ_j L_j)]`` for every configuration of ``prep``, exactly, for any c_0.
+
+        Backward over the target blocks: ``G_(n+1)(s) = c_0(1 + s)``, ``G_j[b_j, …, s] =
+        Σ_v P(L_j(b_j) = v) G_(j+1)[…, s + v]``; the first block's length pmfs (one row per
+        (row1, k11) option) then contract against ``G_2`` as one matrix product.
+        """
+        first, rest = prep.first, prep.rest
+        total = sum(b.lengths.shape[1] - 1 for b in (first, *rest))
+        G = self.pass_cost.at(0, np.arange(1, total + 2)).astype(float)
+        for blk in reversed(rest):
+            windows = np.lib.stride_tricks.sliding_window_view(G, blk.lengths.shape[1], axis=-1)
+            G = np.einsum("bv,...sv->b...s", blk.lengths, windows)
+        return (first.lengths @ G.reshape(-1, G.shape[-1]).T).reshape(shape)
+
+    def _keep(self, prep: _Prepared, shape: tuple[int, ...]) -> np.ndarray:
+        """True for the configurations that stand for their equivalence class: a non-empty
+        target row, and every drafter the configuration never reaches has its K row at the
+        smallest allowed values (so equivalent configurations are counted once)."""
+        n, nd = self.n, len(shape)
+        k_vals, sigma = prep.k_vals, prep.sigma
+        n11 = len(k_vals[0])
+
+        def along_first(v: np.ndarray) -> np.ndarray:  # one value per (row1, k11) option
+            return np.asarray(v).reshape((-1,) + (1,) * (nd - 1))
+
+        def target(j: int) -> np.ndarray:
+            if j == 1:
+                return along_first(np.tile(np.asarray(k_vals[0]) > 0, len(prep.rows1)))
+            return _axis(np.asarray(k_vals[j - 1]) > 0, j - 1, nd)
+
+        row1 = (
+            np.repeat(np.asarray(prep.rows1, dtype=np.int64), n11, axis=0) if n >= 2 else None
+        )
+
+        def budget(q: int, j: int):  # k of drafter j when model q >= 1 reviews
+            return along_first(row1[:, j - 2]) if q == 1 else sigma[q - 2][j - q - 1]
+
+        used, reached = {}, {}
+        for j in range(1, n + 1):
+            u = target(j)
+            for q in range(1, j):
+                u = u | (reached[q] & (np.asarray(budget(q, j)) > 0))
+            used[j] = u
+            if j < n:
+                nonzero = along_first(row1.any(axis=1)) if j == 1 else any(sigma[j - 2])
+                reached[j] = u & nonzero
+        keep = ~_empty_mask(k_vals, shape)
+        for q in range(1, n):
+            lowest = tuple(min(self.allowed[q, j]) for j in range(q + 1, n + 1))
+            at_min = (
+                along_first((row1 == lowest).all(axis=1)) if q == 1 else sigma[q - 2] == lowest
+            )
+            keep = keep & (used[q] | at_min)
+        return np.broadcast_to(keep, shape)
 
     # -------------------------------------------------------------- strategies
-    def exhaustive(self, top: int) -> list[Configuration]:
+    def exhaustive(self, top: int) -> list:
+        """Every configuration's exact EWIF; returns the candidates for the top ``top``
+        (all within 1e-9 relative of the ``top``-th best, so ties are all kept)."""
         out = []
         for sigma in self._sigmas():
-            rows1, first, rest, k_vals = self._prepare(sigma)
-            P1, E1, C1 = (first[:, i, :].reshape(-1) for i in range(3))
-            shape = (P1.size, *tuple(len(v) for v in k_vals[1:]))
+            prep = self._prepare(sigma)
+            first, rest, k_vals = prep.first, prep.rest, prep.k_vals
+            shape = (first.P.size, *tuple(len(v) for v in k_vals[1:]))
             m = len(rest)
             N = np.zeros((1,) * m)  # E_2 + P_2 (E_3 + P_3 (…)) over the target budgets k_12..k_1n
             for d in reversed(range(m)):
-                P, E, _ = rest[d]
-                N = _axis(E, d, m) + _axis(P, d, m) * N
+                N = _axis(rest[d].E, d, m) + _axis(rest[d].P, d, m) * N
             N = np.broadcast_to(N, shape[1:])
-            tokens = 1.0 + _expand(E1, m) + _expand(P1, m) * N[None, ...]
-            cost = np.full(shape, self._ar()) + C1.reshape((-1,) + (1,) * N.ndim)
-            for d, blk in enumerate(rest):
-                cost = cost + _axis(blk[2], d + 1, len(shape))
-            ratio = tokens * self._ar() / cost
-            empty = _empty_mask(k_vals, shape)
-            ratio = np.where(empty, -np.inf, ratio).reshape(-1)
-            k = min(top * 4, ratio.size)
-            best = np.argpartition(-ratio, k - 1)[:k]
-            best = best[np.argsort(-ratio[best])]
-            for flat in best:
-                if not np.isfinite(ratio[flat]):
-                    continue
+            tokens = 1.0 + _expand(first.E, m) + _expand(first.P, m) * N[None, ...]
+            if self.target_affine is None:
+                cost = _expand(first.C, m) + self._review_cost(prep, shape)
+                blocks = rest
+            else:
+                first_a, blocks = self._affine_blocks(prep)
+                cost = self.pass_cost.unit + _expand(first_a.C, m)
+            for d, blk in enumerate(blocks):
+                cost = cost + _axis(blk.C, d + 1, len(shape))
+            ratio = tokens * self.pass_cost.unit / cost
+            ratio = np.where(self._keep(prep, shape), ratio, -np.inf).reshape(-1)
+            for flat in _top_with_ties(ratio, top):
                 pos = np.unravel_index(flat, shape)
                 row_i, k11_i = divmod(int(pos[0]), len(k_vals[0]))
                 target_row = [k_vals[0][k11_i]] + [
                     k_vals[d][int(p)] for d, p in enumerate(pos[1:], start=1)
                 ]
-                out.append((float(ratio[flat]), self, (sigma, rows1[row_i], target_row)))
-        out.sort(key=lambda t: -t[0])
-        return out[: top * 4]
+                out.append((float(ratio[flat]), self, (sigma, prep.rows1[row_i], target_row)))
+        kept = _top_with_ties(np.array([v for v, _, _ in out]), top) if out else []
+        return [out[i] for i in kept]
 
-    def dinkelbach(self) -> list[Configuration]:
-        prepared = [(sigma, *self._prepare(sigma)) for sigma in self._sigmas()]
-        lam = 1.0 / self._ar()  # ratio N/D of the empty draft (= autoregressive)
+    def dinkelbach(self) -> list:
+        if self.target_affine is None:
+            raise ValueError(_DINKELBACH_CURVE)
+        unit = self.pass_cost.unit
+        prepared = []
+        for sigma in self._sigmas():
+            prep = self._prepare(sigma)
+            first, rest = self._affine_blocks(prep)
+            prepared.append((prep, first, [np.stack([b.P, b.E, b.C]) for b in rest]))
+        lam = 1.0 / unit  # ratio N/D of the empty draft (= autoregressive)
         best = None
         while True:
             value, arg = -np.inf, None
-            for sigma, rows1, first, rest, k_vals in prepared:
-                hull = _lines(rest, lam)
-                P1, E1, C1 = (first[:, i, :].reshape(-1) for i in range(3))
-                v, choice = _query(hull, P1)
-                total = 1.0 - lam * self._ar() + E1 - lam * C1 + v
+            for prep, first, rest in prepared:
+                v, choice = _query(_lines(rest, lam), first.P)
+                total = 1.0 - lam * unit + first.E - lam * first.C + v
                 i = int(np.argmax(total))
                 if total[i] > value:
-                    value, arg = total[i], (sigma, rows1, k_vals, i, choice[i], first, rest)
+                    value, arg = total[i], (prep, first, rest, i, choice[i])
             if value <= 1e-12 * lam:
                 break
-            sigma, rows1, k_vals, i, path, first, rest = arg
-            row_i, k11_i = divmod(i, len(k_vals[0]))
-            P1, E1, C1 = first[row_i, :, k11_i]
-            tokens, cost, p = 1.0 + E1, self._ar() + C1, P1
+            prep, first, rest, i, path = arg
+            tokens, cost, p = 1.0 + first.E[i], unit + first.C[i], first.P[i]
             for blk, b in zip(rest, path, strict=True):
                 P, E, C = blk[:, b]
                 tokens, cost, p = tokens + p * E, cost + C, p * P
@@ -555,11 +671,33 @@ class _Space:
             if new <= lam * (1.0 + 1e-15):
                 break
             lam = new
+            k_vals = prep.k_vals
+            row_i, k11_i = divmod(i, len(k_vals[0]))
             target_row = [k_vals[0][k11_i]] + [k_vals[d][b] for d, b in enumerate(path, start=1)]
-            best = (sigma, rows1[row_i], target_row)
+            best = (prep.sigma, prep.rows1[row_i], target_row)
         if best is None or not any(best[2]):
             return []
-        return [(lam * self._ar(), self, best)]
+        return [(lam * unit, self, best)]
+
+
+_DINKELBACH_CURVE = (
+    "method='dinkelbach' needs an affine target pass cost: with a non-affine target curve "
+    "c_0(m) the review cost E[c_0(1 + sum_j L_j)] is not separable across the target's "
+    "blocks, so Dinkelbach's block-by-block maximum is not exact; use method='exhaustive' "
+    "(or 'auto', which picks it)"
+)
+
+
+def _top_with_ties(values: np.ndarray, top: int) -> np.ndarray:
+    """Indices of the finite ``values`` at least as large as the ``top``-th largest, less a
+    1e-9 relative margin (so every possible tie, up to rounding, is kept)."""
+    finite = np.isfinite(values)
+    count = int(finite.sum())
+    if count == 0:
+        return np.zeros(0, dtype=np.int64)
+    k = min(top, count)
+    kth = np.partition(values[finite], count - k)[count - k]
+    return np.flatnonzero(finite & (values >= kth - 1e-9 * abs(kth)))
 
 
 def _lines(rest: list[np.ndarray], lam: float):
@@ -658,7 +796,7 @@ def _canonical(models: tuple[str, ...], K: np.ndarray) -> tuple[tuple[str, ...],
         for j in range(r + 1, n + 1):
             if K[r, j - 1] and j not in used:
                 used.add(j)
-                if j < n and K[j].any():
+                if not is_leaf(K, j):
                     stack.append(j)
     ix = np.asarray(sorted(used))
     return tuple(models[i] for i in ix), K[np.ix_(ix[:-1], ix[1:] - 1)].copy()

@@ -18,6 +18,8 @@ relative error stays ~1e-15 even at ``α = 1 − 1e-9``.
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import numpy as np
 
 from ewif import _validate
@@ -25,6 +27,7 @@ from ewif._numerics import geometric_sum
 from ewif.pgf import Pgf
 
 _MAX_K = 2**53
+_EXACT_K = 2048  # best_k decides h(k) > 0 in rationals up to here
 
 
 def phi(alpha: float, k: int) -> Pgf:
@@ -101,11 +104,10 @@ def best_k(alpha: float, c: float) -> tuple[int, float]:
     decreasing, so ``E`` rises strictly while ``h > 0`` and falls afterwards. Hence
     ``k* = min{k ≥ 0 : h(k) ≤ 0}`` is the smallest maximiser (``k* + 1`` ties iff
     ``h(k*) = 0``); in particular ``k* = 0`` iff ``c ≥ α`` (``h(0) = α − c``).
-    Stopping bound: ``E(k) ≤ 1/((1 − α)(1 + kc))`` because ``G(α, k) < 1/(1 − α)``, and
-    ``E(k*) ≥ E(0) = 1``, so ``k* ≤ α/((1 − α)c)``; ``k*`` is found by doubling then
-    bisection on the sign of ``h`` in ``O(log k*)`` evaluations, exact up to the rounding
-    of ``h`` (only consecutive EWIFs equal to ~1e-15 relative can be confused). A bound
-    above ``2**53`` (beyond exact float integers) raises ``ValueError``.
+    ``k*`` is found by doubling then bisection on the sign of ``h`` in ``O(log k*)``
+    evaluations, each decided exactly (:func:`_rising`), so ``k*`` is exact for every
+    float input. ``ValueError`` is raised only when ``h(2**53) > 0``, i.e. ``k*`` really
+    exceeds ``2**53`` (beyond exact float integers).
 
     Edges: ``α = 0`` → ``(0, 1.0)`` (drafting never helps; every k ties when c = 0).
     ``α = 1`` → ``(0, 1.0)`` when ``c ≥ 1``. No finite optimum exists, and ``ValueError``
@@ -119,26 +121,50 @@ def best_k(alpha: float, c: float) -> tuple[int, float]:
             f"no finite optimal k for alpha={alpha!r}, c={c!r}: EWIF increases with k "
             "for ever; need c > 0 when alpha < 1 and c >= 1 when alpha == 1"
         )
-    if 0 < alpha < 1 and alpha > _MAX_K * (1.0 - alpha) * c:
-        with np.errstate(divide="ignore", over="ignore"):  # c may be subnormal
-            bound = np.float64(alpha) / ((1.0 - alpha) * c)
-        raise ValueError(
-            f"optimal k for alpha={alpha!r}, c={c!r} may exceed 2**53 (bound "
-            f"alpha/((1-alpha)c) = {bound:.3g}); increase c or 1 - alpha"
-        )
-
-    def rising(k: int) -> bool:  # h(k) > 0, i.e. E(k+1) > E(k)
-        return alpha ** (k + 1) * (1 + k * c) > c * float(geometric_sum(1.0 - alpha, k))
-
-    if not rising(0):
+    if alpha in (0.0, 1.0) or not _rising(alpha, c, 0):
         return 0, float(sd_ewif(alpha, 0, c))
+    if _rising(alpha, c, _MAX_K):
+        raise ValueError(
+            f"optimal k for alpha={alpha!r}, c={c!r} exceeds 2**53 (EWIF still rises at "
+            "k = 2**53); increase c or 1 - alpha"
+        )
     lo, hi = 0, 1  # invariant: rising(lo) and not rising(hi) once the doubling stops
-    while rising(hi):
-        lo, hi = hi, 2 * hi
+    while _rising(alpha, c, hi):
+        lo, hi = hi, min(2 * hi, _MAX_K)
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        lo, hi = (mid, hi) if rising(mid) else (lo, mid)
+        lo, hi = (mid, hi) if _rising(alpha, c, mid) else (lo, mid)
     return hi, float(sd_ewif(alpha, hi, c))
+
+
+def _rising(alpha: float, c: float, k: int) -> bool:
+    """``h(k) > 0`` (``E(k+1) > E(k)``) for ``0 < α < 1``, decided exactly.
+
+    Multiplying ``h`` by ``1 − α > 0``: ``h(k) > 0`` iff
+    ``d = α^(k+1) ((1 − α)(1 + kc) + c) − c > 0``. For ``k ≤ 2048`` ``d`` is evaluated in
+    rational arithmetic (the floats are exact rationals). Beyond, ``d`` is enclosed by
+    interval arithmetic (mpmath ``iv``) at 128 bits, doubled until the enclosure excludes
+    0. That terminates because ``d ≠ 0`` for ``k > 2048``: write ``α = a/2^p`` (``a`` odd)
+    and ``c = b/2^q`` (``b < 2^53``); ``d = 0`` makes ``a^(k+1)`` divide ``b``, so ``a ≥ 3``
+    allows only ``k ≤ 32``, and ``a = 1`` (``α = 2^-p ≤ 1/2``) needs
+    ``2^-(k+1) (k + 2) ≥ c ≥ 2^-1074``, i.e. ``k < 1100``.
+    """
+    if k <= _EXACT_K:
+        a, cc = Fraction(alpha), Fraction(c)
+        return a ** (k + 1) * ((1 - a) * (1 + k * cc) + cc) > cc
+    from mpmath import iv
+
+    saved, prec = iv.prec, 128
+    try:
+        while True:
+            iv.prec = prec
+            a, cc = iv.mpf(alpha), iv.mpf(c)
+            positive = a ** (k + 1) * ((1 - a) * (1 + k * cc) + cc) - cc > 0  # None: undecided
+            if positive is not None:
+                return positive
+            prec *= 2
+    finally:
+        iv.prec = saved
 
 
 def vertical_ewif(

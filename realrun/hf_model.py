@@ -13,15 +13,17 @@
 
 Row ``i`` of the result is the next-token score vector after ``tokens[:len-n+1+i]``;
 causal attention makes it equal, up to floating-point summation order, to a pass over
-``tokens`` from scratch (tested). Counters: ``passes`` (forward passes) and
-``tokens_fed`` (positions computed); an optional ``timing_hook(fed, seconds)`` sees the
-wall time of every pass (forward + copy to host, which synchronises a GPU).
+``tokens`` from scratch (tested). Counters: ``passes`` (forward passes), ``tokens_fed``
+(positions computed) and ``pass_sizes`` (passes by positions ``m``); an optional
+``timing_hook(fed, seconds)`` sees the wall time of every pass (forward + copy to host,
+which synchronises a GPU).
 """
 
 from __future__ import annotations
 
 import inspect
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -49,6 +51,7 @@ class HFTokenModel:
         self.timing_hook = timing_hook
         self.passes = 0
         self.tokens_fed = 0
+        self.pass_sizes: Counter[int] = Counter()
         params = inspect.signature(model.forward).parameters
         self._cache_kw = "cache" if "cache" in params else "past_key_values"
         self._keep_kw = next(
@@ -85,6 +88,7 @@ class HFTokenModel:
         self._cached = ids
         self.passes += 1
         self.tokens_fed += len(fed)
+        self.pass_sizes[len(fed)] += 1
         if self.timing_hook is not None:
             self.timing_hook(len(fed), seconds)
         return scores
@@ -100,9 +104,10 @@ class HFTokenModel:
         self._cached = []
 
     def reset_counters(self) -> None:
-        """Zero ``passes`` and ``tokens_fed``."""
+        """Zero ``passes``, ``tokens_fed`` and ``pass_sizes``."""
         self.passes = 0
         self.tokens_fed = 0
+        self.pass_sizes = Counter()
 
     def _rollback(self, ids: list[int], limit: int) -> int:
         """Keep the cache of the longest common prefix (at most ``limit``); return its length."""

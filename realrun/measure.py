@@ -1,6 +1,6 @@
 """Measure what ewif needs on real models: acceptance α[r][j] and cost coefficients c_i(m).
 
-Everything is written as one ``csd.models/1`` model set (:mod:`ewif.io`), which
+Everything is written as one ``csd.models/2`` model set (:mod:`ewif.io`), which
 ``csd recommend --from FILE`` and ``csd realrun`` read.
 
 Acceptance (teacher-forced on the **target's** continuations)
@@ -29,133 +29,33 @@ text, draft position ``i`` starting at ``t`` is accepted given positions ``1..i�
 with ``t + i − 1 < T``) is the conditional acceptance of position ``i`` (for sampling the
 same formula is the i.i.d.-in-context approximation). Stored for lenience 1.
 
-Costs
------
-Each neural model is timed on one context (the first prompt and its continuation): after
-``warmup`` untimed passes, ``repeats`` rounds of passes feeding ``m = 1..max_m`` fresh
-tokens onto the cached context and returning ``m`` logit rows (a review of ``m − 1``
-drafts: forward + LM head on ``m`` rows + copy to host + cache crop), the ``m`` values in a
-shuffled order per round. The fastest time per ``m`` is fitted to the affine model
-``t_i(m) = a_i + b_i·m`` *anchored at m = 1* (exact for the one-token pass: autoregressive
-decoding, leaf drafters and EWIF's normalisation), the slope by least squares over
-``m >= 2``. On CPUs the true curve is not affine (BLAS switches kernels: cost grows about
-linearly up to m ≈ 4 and flattens after), so reviews of long drafts are over-charged and
-short ones under-charged; see the README's "Predictions versus measurements". The model
-set stores ``cost[i] = a_i / a_0`` and ``cost_per_token[i] = b_i / a_0`` (``cost[0] = 1``
-as the format requires); a pass of ``m`` positions then costs ``cost + cost_per_token·m``
-target intercepts, and ewif's EWIF is scale-free (it divides by the target's one-token
-pass ``1 + cost_per_token[0]``).
-Max-Gram's ``propose(·, ·, k)`` is timed for ``k = 1..max_m`` the same way; its cost is the
-time per proposed token at ``k = max_m`` over ``a_0`` (``cost_per_token`` 0), because ewif
-charges a leaf block of ``k`` tokens as ``k`` passes.
+Costs (:mod:`realrun.timing`)
+-----------------------------
+Each neural model is timed on one context of realistic length (the first prompt and its
+continuation): passes feeding ``m`` fresh positions onto the cached context, fastest of
+repeats after a warm-up, for ``m = 1..max_m`` (a grid, linearly interpolated). The model
+set stores each model's **cost curve** ``cost_curve[i][m-1] = t_i(m) / t_0(1)`` — in units
+of the target's one-token pass, so ``cost_curve[0][0] = 1`` — and ewif prices every pass at
+the size it really has (beyond ``max_m`` ewif extends a curve linearly through its last two
+points, never downwards). Max-Gram's curve is one point, its seconds per proposed token
+over ``t_0(1)``: a leaf block of ``k`` tokens is ``k`` generating passes.
 """
 
 from __future__ import annotations
 
 import math
-import random
-import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from tqdm.auto import tqdm
 
 from ewif import _validate
 from ewif.io import ModelSet
+from realrun.timing import PassTiming, time_passes, time_proposer
 from simulate.tokens.cascade import CascadeDecoder
 from simulate.tokens.interface import Proposer, TokenModel
 from simulate.tokens.sampling import Decoding
-
-
-@dataclass(frozen=True)
-class AffineFit:
-    """``seconds(m) ≈ intercept + slope·m`` fitted to per-``m`` fastest times."""
-
-    m: tuple[int, ...]
-    seconds: tuple[float, ...]
-    intercept: float
-    slope: float
-    r2: float
-
-    def __call__(self, m: float) -> float:
-        return self.intercept + self.slope * m
-
-    def to_dict(self) -> dict:
-        return {"m": list(self.m), "seconds": list(self.seconds),
-                "intercept_s": self.intercept, "slope_s_per_token": self.slope, "r2": self.r2}
-
-
-def fit_affine(m: Sequence[int], seconds: Sequence[float], anchored: bool = False) -> AffineFit:
-    """Least-squares line through ``(m, seconds)``; a negative slope (noise) becomes 0.
-
-    ``anchored=True``: the line passes exactly through the first point ``(m_0, t_0)`` and
-    the slope minimises the squared error of the others, ``b = Σ (m−m_0)(t−t_0) /
-    Σ (m−m_0)²``. ``r2`` is the coefficient of determination (1 for a constant series)."""
-    x = np.asarray(m, dtype=float)
-    y = np.asarray(seconds, dtype=float)
-    if x.size < 1 or x.shape != y.shape:
-        raise ValueError(f"m and seconds must be equal-length non-empty, got {x.size}, {y.size}")
-    if anchored:
-        dx, dy = x[1:] - x[0], y[1:] - y[0]
-        slope = float(dx @ dy / (dx @ dx)) if dx.size and (dx @ dx) > 0 else 0.0
-    else:
-        slope = float(np.polyfit(x, y, 1)[0]) if x.size > 1 and np.ptp(x) > 0 else 0.0
-    slope = max(slope, 0.0)
-    intercept = float(y[0] - slope * x[0]) if anchored else float(np.mean(y - slope * x))
-    resid = float(np.sum((y - intercept - slope * x) ** 2))
-    total = float(np.sum((y - y.mean()) ** 2))
-    r2 = 1.0 - resid / total if total > 0 else 1.0
-    return AffineFit(tuple(int(v) for v in x), tuple(float(v) for v in y), intercept, slope, r2)
-
-
-def time_model(model: TokenModel, context: Sequence[int], max_m: int, repeats: int = 5,
-               warmup: int = 3, seed: int = 0) -> AffineFit:
-    """Affine fit of one pass of ``model`` feeding ``m = 1..max_m`` tokens after ``context``.
-
-    Each ``m`` is timed ``repeats`` times (in shuffled order) and represented by its fastest
-    run: on a shared machine interference only ever adds time, so the minimum is the
-    stable estimate of a pass's cost (the median let load spikes at large ``m`` tilt the
-    line until the fitted intercept went negative)."""
-    max_m = _validate.count("max_m", max_m, minimum=1)
-    repeats = _validate.count("repeats", repeats, minimum=1)
-    warmup = _validate.count("warmup", warmup)
-    rng = random.Random(seed)
-    ctx = [int(t) for t in context]
-    if not ctx:
-        raise ValueError("context must hold at least one token")
-    vocab = model.vocab_size
-    model.logits(ctx, 1)
-    for _ in range(warmup):
-        model.logits(ctx + [rng.randrange(vocab) for _ in range(max_m)], max_m)
-    times: dict[int, list[float]] = {m: [] for m in range(1, max_m + 1)}
-    for _ in range(repeats):
-        order = list(times)
-        rng.shuffle(order)
-        for m in order:
-            model.logits(ctx, 1)  # back to the context (a crop), untimed
-            fresh = ctx + [rng.randrange(vocab) for _ in range(m)]
-            start = time.perf_counter()
-            model.logits(fresh, m)
-            times[m].append(time.perf_counter() - start)
-    ms = sorted(times)
-    return fit_affine(ms, [min(times[m]) for m in ms], anchored=True)
-
-
-def time_proposer(proposer: Proposer, context: Sequence[int], prompt_length: int, max_m: int,
-                  repeats: int = 5) -> AffineFit:
-    """Affine fit of one ``propose(context, prompt_length, k)`` call, ``k = 1..max_m``
-    (fastest of ``repeats`` runs per ``k``, as in :func:`time_model`)."""
-    ctx = [int(t) for t in context]
-    times: dict[int, list[float]] = {k: [] for k in range(1, max_m + 1)}
-    proposer.propose(ctx, prompt_length, max_m)
-    for _ in range(repeats):
-        for k in times:
-            start = time.perf_counter()
-            proposer.propose(ctx, prompt_length, k)
-            times[k].append(time.perf_counter() - start)
-    ks = sorted(times)
-    return fit_affine(ks, [min(times[k]) for k in ks])
 
 
 def position_curve(runs: Sequence[np.ndarray], max_position: int) -> np.ndarray:
@@ -215,26 +115,163 @@ def _acceptances(
     return out
 
 
-def measure(
+
+
+@dataclass(frozen=True)
+class Acceptance:
+    """Step 1 of :func:`measure`: per-position acceptances of every pair and lenience
+    (``runs[(lenience, r, j)]``, one array per prompt) and the target's continuations."""
+
+    runs: dict[tuple[float, int, int], list[np.ndarray]]
+    contexts: list[tuple[list[int], list[int]]]  # (prompt, continuation) per prompt
+    decoding: Decoding
+    max_new_tokens: int
+
+    def alpha(self, n_models: int) -> dict[float, np.ndarray]:
+        """``α[l][r, j]``: mean acceptance over all positions; the target row uses ``l = 1``."""
+        leniences = sorted({key[0] for key in self.runs})
+        alpha = {}
+        for lenience in leniences:
+            mat = np.full((n_models, n_models), np.nan)
+            for (l_, r, j), arrs in self.runs.items():
+                if l_ == lenience or (r == 0 and l_ == 1.0):
+                    mat[r, j] = float(np.concatenate(arrs).mean())
+            alpha[lenience] = mat
+        return alpha
+
+    def by_position(self, max_position: int) -> dict[tuple[int, int], np.ndarray]:
+        """Conditional acceptance by draft position at lenience 1 (:func:`position_curve`)."""
+        return {(r, j): np.nan_to_num(position_curve(arrs, max_position), nan=0.0)
+                for (l_, r, j), arrs in self.runs.items() if l_ == 1.0}
+
+
+@dataclass(frozen=True)
+class Costs:
+    """Step 2 of :func:`measure`: the timings of every model and their relative curves."""
+
+    timings: dict[str, PassTiming | float]  # neural: PassTiming; Max-Gram: s per token
+    curves: tuple[np.ndarray, ...]  # cost_curve[i][m-1] in target one-token passes
+    context_tokens: int
+    repeats: int
+    warmup: int
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def target_pass_seconds(self) -> float:
+        """``t_0(1)``: the target's one-token pass, the unit of the curves."""
+        first = next(iter(self.timings.values()))
+        return first.seconds[0]
+
+
+def measure_acceptance(
     models: Sequence[TokenModel | Proposer],
     prompts: Sequence[Sequence[int]],
     *,
-    max_new_tokens: int = 64,
-    leniences: Sequence[float] = (1.0, 2.0, 3.0, 5.0),
-    max_m: int = 12,
-    repeats: int = 5,
-    warmup: int = 3,
-    decoding: Decoding | None = None,
+    max_new_tokens: int,
+    leniences: Sequence[float],
+    decoding: Decoding,
     eos_token_id: int | None = None,
-    max_position: int = 16,
     seed: int = 0,
     progress: bool = True,
-) -> ModelSet:
-    """Measure α (all pairs, all ``leniences``), acceptance by position and costs of
-    ``models = [target, d1, ..., dn]`` (TokenModels, Proposers only after them) over
-    ``prompts`` (token-id lists); returns the model set (see the module docstring).
+) -> Acceptance:
+    """Teacher-forced acceptances of every pair on the target's continuations (module
+    docstring). Ctrl-C keeps the prompts finished so far (at least one)."""
+    lens = sorted({float(x) for x in leniences} | {1.0})
+    generator = CascadeDecoder([models[0]], np.zeros((0, 0), int), decoding=decoding, seed=seed)
+    runs: dict[tuple[float, int, int], list[np.ndarray]] = {}
+    contexts: list[tuple[list[int], list[int]]] = []
+    try:
+        for p in tqdm(prompts, desc="measure α", unit="prompt", disable=not progress):
+            cont = generator.generate(p, max_new_tokens, eos_token_id).tokens
+            if not cont:
+                continue
+            for key, a in _acceptances(models, p, cont, lens, decoding).items():
+                runs.setdefault(key, []).append(a)
+            contexts.append((p, cont))
+    except KeyboardInterrupt:
+        if not contexts:
+            raise
+    if not contexts:
+        raise ValueError("the target generated no tokens on any prompt; nothing to measure")
+    return Acceptance(runs, contexts, decoding, max_new_tokens)
 
-    Ctrl-C during the acceptance pass keeps the prompts finished so far (at least one)."""
+
+def measure_costs(
+    models: Sequence[TokenModel | Proposer],
+    context: tuple[Sequence[int], Sequence[int]],
+    *,
+    max_m: int,
+    repeats: int = 3,
+    warmup: int = 2,
+    seed: int = 0,
+    progress: bool = True,
+) -> Costs:
+    """Pass-cost curves of every model on one ``(prompt, continuation)`` context (module
+    docstring); Max-Gram is timed proposing ``max_m`` tokens."""
+    prompt, continuation = ([int(t) for t in x] for x in context)
+    full = prompt + continuation
+    timings: dict[str, PassTiming | float] = {}
+    for m in tqdm(models, desc="measure cost", unit="model", disable=not progress):
+        if isinstance(m, TokenModel):
+            timings[m.name] = time_passes(m, full, max_m, repeats, warmup, seed)
+        else:
+            timings[m.name] = time_proposer(m, full, len(prompt), max_m, repeats)
+    unit = timings[models[0].name].seconds[0]
+    if unit <= 0:
+        raise ValueError(f"the target's one-token pass must take > 0 s, got {unit!r} s")
+    curves = tuple(
+        (t.dense() if isinstance(t, PassTiming) else np.array([t])) / unit
+        for t in timings.values()
+    )
+    return Costs(timings, curves, len(full), repeats, warmup)
+
+
+def assemble_model_set(
+    names: Sequence[str],
+    acceptance: Acceptance,
+    costs: Costs,
+    *,
+    max_position: int = 16,
+    metadata: dict | None = None,
+) -> ModelSet:
+    """Step 3 of :func:`measure`: the ``csd.models/2`` model set of ``names`` (target first)."""
+    decoding = acceptance.decoding
+    curves = costs.curves
+    meta = {
+        "source": "realrun.measure",
+        "acceptance": "teacher-forced on the target's continuations"
+        + (" (greedy)" if decoding.greedy else f" (sampling T={decoding.temperature:g}, "
+           f"top_p={decoding.top_p:g}; 1 - TV with lenience)"),
+        "decoding": {"temperature": decoding.temperature, "top_p": decoding.top_p},
+        "prompts": len(acceptance.contexts),
+        "positions": sum(len(c) for _, c in acceptance.contexts),
+        "max_new_tokens": acceptance.max_new_tokens,
+        "cost_model": "cost_curve[i][m-1] = seconds of a pass of model i over m positions / "
+        "seconds of the target's one-token pass (fastest of repeats, m on a grid, linear in "
+        "between); Max-Gram: seconds per proposed token",
+        "target_one_token_pass_s": costs.target_pass_seconds,
+        "timing": {name: (t.to_dict() if isinstance(t, PassTiming) else {"seconds_per_token": t})
+                   for name, t in costs.timings.items()},
+        "timing_context_tokens": costs.context_tokens,
+        "repeats": costs.repeats,
+        "warmup": costs.warmup,
+        **costs.extra,
+        **(metadata or {}),
+    }
+    return ModelSet(
+        models=tuple(names),
+        cost=np.array([c[0] for c in curves]),
+        cost_per_token=np.zeros(len(curves)),
+        alpha=acceptance.alpha(len(names)),
+        alpha_by_position=acceptance.by_position(max_position),
+        metadata=meta,
+        cost_curve=curves,
+    )
+
+
+def check_models(models: Sequence[TokenModel | Proposer]) -> list[str]:
+    """The names of ``models = [target, d1, ..., dn]`` after checking the family: a
+    TokenModel target, TokenModels/Proposers after it, distinct names, one vocabulary."""
     models = list(models)
     if len(models) < 2:
         raise ValueError(f"models must be [target, at least one drafter], got {len(models)}")
@@ -252,95 +289,45 @@ def measure(
             "models must share one vocabulary: vocab sizes "
             + ", ".join(f"{m.name}={m.vocab_size}" for m in models)
         )
+    return names
+
+
+def measure(
+    models: Sequence[TokenModel | Proposer],
+    prompts: Sequence[Sequence[int]],
+    *,
+    max_new_tokens: int = 64,
+    leniences: Sequence[float] = (1.0, 2.0, 3.0, 5.0),
+    max_m: int = 24,
+    repeats: int = 3,
+    warmup: int = 2,
+    decoding: Decoding | None = None,
+    eos_token_id: int | None = None,
+    max_position: int = 16,
+    seed: int = 0,
+    progress: bool = True,
+) -> ModelSet:
+    """Measure α (all pairs, all ``leniences``), acceptance by position and pass-cost curves
+    (``m = 1..max_m``) of ``models = [target, d1, ..., dn]`` (TokenModels, Proposers only
+    after them) over ``prompts`` (token-id lists): :func:`measure_acceptance`, then
+    :func:`measure_costs` on the first prompt and its continuation, then
+    :func:`assemble_model_set`."""
+    names = check_models(models)
     if not prompts:
         raise ValueError("prompts must hold at least one prompt")
     prompts = [[int(t) for t in p] for p in prompts]
     for i, p in enumerate(prompts):
         if not p:
             raise ValueError(f"prompts[{i}] is empty; every prompt needs at least one token")
-    lens = sorted({float(_validate._real("lenience", x)) for x in leniences} | {1.0})
-    if lens[0] < 1.0:
-        raise ValueError(f"leniences must be >= 1, got {lens[0]!r}")
-    decoding = Decoding() if decoding is None else decoding
+    for x in leniences:
+        if _validate._real("lenience", x) < 1.0:
+            raise ValueError(f"leniences must be >= 1, got {x!r}")
     max_new_tokens = _validate.count("max_new_tokens", max_new_tokens, minimum=1)
     max_m = _validate.count("max_m", max_m, minimum=1)
-
-    generator = CascadeDecoder([models[0]], np.zeros((0, 0), int), decoding=decoding, seed=seed)
-    runs: dict[tuple[float, int, int], list[np.ndarray]] = {}
-    contexts: list[tuple[list[int], list[int]]] = []
-    try:
-        for p in tqdm(prompts, desc="measure α", unit="prompt", disable=not progress):
-            cont = generator.generate(p, max_new_tokens, eos_token_id).tokens
-            if not cont:
-                continue
-            for key, a in _acceptances(models, p, cont, lens, decoding).items():
-                runs.setdefault(key, []).append(a)
-            contexts.append((p, cont))
-    except KeyboardInterrupt:
-        if not contexts:
-            raise
-    if not contexts:
-        raise ValueError("the target generated no tokens on any prompt; nothing to measure")
-
-    n1 = len(models)
-    alpha = {}
-    for lenience in lens:
-        mat = np.full((n1, n1), np.nan)
-        for (l_, r, j), arrs in runs.items():
-            if l_ == lenience or (r == 0 and l_ == 1.0):
-                mat[r, j] = float(np.concatenate(arrs).mean())
-        alpha[lenience] = mat
-    by_position = {
-        (r, j): position_curve(arrs, max_position)
-        for (l_, r, j), arrs in runs.items()
-        if l_ == 1.0
-    }
-    by_position = {k: np.nan_to_num(v, nan=0.0) for k, v in by_position.items()}
-
-    ctx_prompt, ctx_cont = contexts[0]
-    context = ctx_prompt + ctx_cont
-    fits: dict[str, AffineFit] = {}
-    for m in tqdm(models, desc="measure cost", unit="model", disable=not progress):
-        if isinstance(m, TokenModel):
-            fits[m.name] = time_model(m, context, max_m, repeats, warmup, seed)
-        else:
-            fits[m.name] = time_proposer(m, context, len(ctx_prompt), max_m, repeats)
-    a0 = fits[names[0]].intercept
-    if a0 <= 0:
-        raise ValueError(f"the target's fitted pass intercept must be > 0, got {a0!r} s")
-    cost, cpt = [], []
-    for m in models:
-        f = fits[m.name]
-        if isinstance(m, TokenModel):
-            cost.append(max(f.intercept, 0.0) / a0)
-            cpt.append(f.slope / a0)
-        else:
-            cost.append(f(max_m) / max_m / a0)
-            cpt.append(0.0)
-    cost[0] = 1.0
-    positions = sum(len(c) for _, c in contexts)
-    metadata = {
-        "source": "realrun.measure",
-        "acceptance": "teacher-forced on the target's continuations"
-        + (" (greedy)" if decoding.greedy else f" (sampling T={decoding.temperature:g}, "
-           f"top_p={decoding.top_p:g}; 1 - TV with lenience)"),
-        "decoding": {"temperature": decoding.temperature, "top_p": decoding.top_p},
-        "prompts": len(contexts),
-        "positions": positions,
-        "max_new_tokens": max_new_tokens,
-        "cost_model": "pass(m) = cost + cost_per_token*m in units of the target's fitted "
-        "intercept a_0; MaG: seconds per proposed token at k = max_m",
-        "target_one_token_pass_s": fits[names[0]](1),
-        "timing": {name: f.to_dict() for name, f in fits.items()},
-        "timing_context_tokens": len(context),
-        "repeats": repeats,
-        "warmup": warmup,
-    }
-    return ModelSet(
-        models=tuple(names),
-        cost=np.asarray(cost),
-        cost_per_token=np.asarray(cpt),
-        alpha=alpha,
-        alpha_by_position=by_position,
-        metadata=metadata,
-    )
+    decoding = Decoding() if decoding is None else decoding
+    acceptance = measure_acceptance(models, prompts, max_new_tokens=max_new_tokens,
+                                    leniences=leniences, decoding=decoding,
+                                    eos_token_id=eos_token_id, seed=seed, progress=progress)
+    costs = measure_costs(models, acceptance.contexts[0], max_m=max_m, repeats=repeats,
+                          warmup=warmup, seed=seed, progress=progress)
+    return assemble_model_set(names, acceptance, costs, max_position=max_position)

@@ -38,22 +38,43 @@ def format_results(results: Results) -> str:
                 pred = " ".join(f"{v:.2f}" for v in curves["predicted"][:shown])
                 rows.append(f"{'':>{len('P(position i accepted), ') + len(m.name)}}"
                             f"  ewif     {pred}")
+    median = results.metadata.get("median_prediction_error")
+    if median is not None:
+        rows.append(f"median |predicted/measured - 1| over sd/csd methods: {100 * median:.1f}%")
+    rec = results.metadata.get("recommendation")
+    if rec:
+        rows.append(rec["describe"] if "describe" in rec else
+                    f"recommendation: {rec['decision']} (best speculative "
+                    f"{rec['best_speculative']} at {rec['predicted_ewif']:.3f}x)")
     diff = results.metadata.get("outputs_differing_from_AR")
     if diff:
         rows.append("prompts whose output differs from AR: "
                     + ", ".join(f"{k}={v}" for k, v in diff.items()))
+    for d in results.metadata.get("divergences", []):
+        gap = "-" if d["logit_gap"] is None else f"{d['logit_gap']:.4g}"
+        rows.append(f"  {d['method']}: prompt {d['prompt']} first differs at token {d['position']}"
+                    f" (AR {d['ar_token']}, method {d['method_token']}; target logit gap {gap})")
     if results.metadata.get("interrupted"):
         rows.append("(interrupted: partial results over the prompts finished)")
     return "\n".join(rows)
 
 
 def format_model_set(model_set: ModelSet) -> str:
-    """Costs (per pass and per token, in target passes) and α of every measured pair."""
+    """Pass costs (in target one-token passes: the curve at a few ``m`` when the set has
+    curves, else cost and cost per token) and α of every measured pair."""
     names = model_set.models
     width = max(len(n) for n in names)
-    rows = [f"{'model':<{width}}  cost   cost/token"]
-    for n, c, t in zip(names, model_set.cost, model_set.cost_per_token, strict=True):
-        rows.append(f"{n:<{width}}  {c:.4f} {t:.4f}")
+    curves = model_set.cost_curve
+    if curves is not None:
+        shown = [m for m in (1, 2, 3, 4, 8, 12, 16, 24, 32) if m <= max(len(c) for c in curves)]
+        rows = [f"{'model':<{width}}  pass cost at m = " + " ".join(f"{m:>6}" for m in shown)]
+        for n, c in zip(names, curves, strict=True):
+            vals = " ".join(f"{c[m - 1]:6.3f}" if m <= len(c) else f"{'':>6}" for m in shown)
+            rows.append(f"{n:<{width}}  {'':>17}{vals}")
+    else:
+        rows = [f"{'model':<{width}}  cost   cost/token"]
+        for n, c, t in zip(names, model_set.cost, model_set.cost_per_token, strict=True):
+            rows.append(f"{n:<{width}}  {c:.4f} {t:.4f}")
     for lenience in model_set.leniences:
         mat = model_set.alpha[lenience]
         pairs = [f"{names[r]}<-{names[j]} {mat[r, j]:.3f}"

@@ -48,7 +48,7 @@ from tqdm.auto import tqdm
 from ewif import _validate
 from ewif.cascade import Cascade
 from ewif.io import ModelSet
-from ewif.optimize import optimize
+from ewif.optimize import optimize, search_space
 from ewif.results import MethodResult, Results, with_speedups
 from realrun.baselines import hf_generate
 from realrun.hf_model import HFTokenModel
@@ -101,11 +101,40 @@ def cascade_method(name: str, kind: str, models: Sequence[str], K: object,
                   float(lenience))
 
 
-def recommend(model_set: ModelSet, k_max: int = 12) -> Method:
-    """The ewif-optimal cascade of the measured set (subsets, K in 1..k_max, leniences)."""
-    best = optimize(model_set, bounds=(1, k_max)).best
-    return cascade_method(f"CSD {best.K.tolist()} l={best.lenience:g}", "csd", best.models,
-                          best.K, best.lenience)
+@dataclass(frozen=True)
+class Recommendation:
+    """ewif's answer for a measured model set: the best speculative configuration of the
+    default search space (:func:`ewif.optimize.search_space`, K entries ``0..k_max``, every
+    drafter subset and lenience) with its exact EWIF, and the decision — ``"speculative"``
+    when it beats autoregressive decoding (EWIF > 1), else ``"autoregressive"``."""
+
+    method: Method
+    ewif: float
+
+    @property
+    def decision(self) -> str:
+        return "speculative" if self.ewif > 1.0 else "autoregressive"
+
+    def describe(self) -> str:
+        if self.decision == "speculative":
+            return f"recommended: {self.method.name} at {self.ewif:.3f}x (ewif)"
+        return (f"on these costs, decode autoregressively; the best speculative configuration "
+                f"is {self.method.name} at {self.ewif:.3f}x")
+
+    def to_dict(self) -> dict:
+        return {"decision": self.decision, "best_speculative": self.method.name,
+                "config": self.method.config, "predicted_ewif": self.ewif}
+
+
+def recommend(model_set: ModelSet, k_max: int = 12) -> Recommendation:
+    """The ewif-optimal cascade of the measured set in the default search space."""
+    space = search_space(model_set, "full", k_max)
+    best = optimize(model_set, bounds=space.bounds).best
+    K = best.K.tolist()
+    lenience = f" l={best.lenience:g}" if best.K.shape[0] > 1 and best.K[1:].any() else ""
+    name = f"CSD {'>'.join(best.models[1:])} {K}{lenience}"
+    return Recommendation(cascade_method(name, "csd", best.models, best.K, best.lenience),
+                          float(best.ewif))
 
 
 def best_sd(model_set: ModelSet, drafter: str, k_max: int = 12) -> Method:
@@ -123,7 +152,7 @@ def default_methods(model_set: ModelSet, neural: Sequence[str], *, csd: Method |
     each neural drafter in ``neural``, HF prompt lookup. An SD identical to the CSD (a
     recommendation can be a single drafter) is listed once, as the CSD."""
     target = model_set.models[0]
-    csd = csd if csd is not None else recommend(model_set, k_max)
+    csd = csd if csd is not None else recommend(model_set, k_max).method
     methods = [Method("AR", "autoregressive", (target,))]
     methods += [sd for sd in (best_sd(model_set, d, k_max) for d in model_set.models[1:])
                 if (sd.models, sd.K) != (csd.models, csd.K)]  # the CSD may be a plain SD
@@ -226,8 +255,41 @@ def run(
         bar.close()
     if done == 0:
         raise KeyboardInterrupt
-    return _results(methods, tallies, model_set, done, max_new_tokens, decoding, device,
-                    family, interrupted)
+    results = _results(methods, tallies, model_set, done, max_new_tokens, decoding, device,
+                       family, interrupted)
+    if decoding.greedy and ar_name(methods) is not None:
+        target = models[methods[0].models[0]]
+        found = divergences(target, prompts[:done], tallies, ar_name(methods))
+        results.metadata["divergences"] = found
+    return results
+
+
+def ar_name(methods: Sequence[Method]) -> str | None:
+    """The name of the run's autoregressive method (None when it has none)."""
+    return next((m.name for m in methods if m.kind == "autoregressive"), None)
+
+
+def divergences(target, prompts: Sequence[list[int]], tallies: Mapping[str, _Tally],
+                ar: str) -> list[dict]:
+    """Where a greedy method's output first differs from AR's, with the target's logit gap
+    ``z[AR token] − z[method token]`` on AR's prefix (a near-tie has a gap of the order of
+    the dtype's rounding; ``None`` when one output ends there)."""
+    out = []
+    reference = tallies[ar].outputs
+    for name, tally in tallies.items():
+        for i, (got, want) in enumerate(zip(tally.outputs, reference, strict=False)):
+            if got == want:
+                continue
+            t = next((p for p, (a, b) in enumerate(zip(got, want, strict=False)) if a != b),
+                     min(len(got), len(want)))
+            gap = None
+            if t < min(len(got), len(want)):
+                z = np.asarray(target.logits(prompts[i] + want[:t], 1)[0], dtype=np.float64)
+                gap = float(z[want[t]] - z[got[t]])
+            out.append({"method": name, "prompt": i, "position": t,
+                        "ar_token": want[t] if t < len(want) else None,
+                        "method_token": got[t] if t < len(got) else None, "logit_gap": gap})
+    return out
 
 
 def _run_one(m: Method, models, model_set: ModelSet, prompt: list[int], max_new_tokens: int,
@@ -251,15 +313,18 @@ def _run_one(m: Method, models, model_set: ModelSet, prompt: list[int], max_new_
     seconds = time.perf_counter() - start
     if res.stop_reason == "interrupted":
         raise KeyboardInterrupt
+    prices = model_set.pass_cost
     cost, counted = 0.0, {}
     for i, (name, x) in enumerate(zip(m.models, chain, strict=True)):
         j = model_set.index(name)
         if isinstance(x, HFTokenModel):
             counted[name] = (x.passes, x.tokens_fed)
-            cost += x.passes * model_set.cost[j] + x.tokens_fed * model_set.cost_per_token[j]
-        else:
+            sizes = np.array(sorted(x.pass_sizes))
+            if sizes.size:
+                cost += float(np.asarray(prices.at(j, sizes)) @ [x.pass_sizes[s] for s in sizes])
+        else:  # a proposer: every proposed token is one generating pass (m = 1)
             counted[name] = (int(res.stats.passes[i]), int(res.stats.tokens_fed[i]))
-            cost += res.stats.tokens_fed[i] * model_set.cost[j]
+            cost += float(res.stats.tokens_fed[i] * prices.at(j, 1))
     return res.tokens, seconds, cost, counted, res.stats
 
 
@@ -267,7 +332,7 @@ def _results(methods, tallies, model_set: ModelSet, done: int, max_new_tokens: i
              decoding: Decoding, device: str, family: str, interrupted: bool) -> Results:
     ar = next((m for m in methods if m.kind == "autoregressive"), None)
     ar_out = tallies[ar.name].outputs if ar is not None else None
-    unit = 1.0 + float(model_set.cost_per_token[0])  # one AR target token, standardized
+    unit = model_set.pass_cost.unit  # one AR target token, standardized
     out, mismatches = [], {}
     for m in methods:
         t = tallies[m.name]

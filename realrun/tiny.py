@@ -2,13 +2,16 @@
 
 Nothing is downloaded. :func:`build_tokenizer` makes a WordLevel tokenizer over
 :data:`WORDS`; :func:`build_llama` / :func:`build_qwen2` random models over that vocabulary;
-:func:`near_copy` a noisy copy of a model (a drafter that is often accepted).
+:func:`near_copy` a noisy copy of a model (a drafter that is often accepted);
+:func:`write_family` saves such a family as model directories.
 :func:`demo_results` runs the whole ``csd realrun`` pipeline — measure α and c, recommend,
 run every method with the baselines — on such a family, in seconds (notebook 03 uses it
 when no results file is given).
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import torch
 from tokenizers import Tokenizer, models, pre_tokenizers
@@ -100,6 +103,25 @@ def near_copy(model: LlamaForCausalLM, scale: float, seed: int) -> LlamaForCausa
             dst.copy_(src + noise)
     return copy
 
+
+def write_family(root: Path) -> dict[str, Path]:
+    """Save the tiny family under ``root``: ``target`` (Llama, hidden 64), ``draft`` (an
+    independent Llama, hidden 48), ``tiny`` (Qwen2, hidden 32) and ``near`` (the target's
+    noisy copy), each a ``save_pretrained`` directory with the shared tokenizer."""
+    tokenizer = build_tokenizer()
+    target = build_llama(64, 2, seed=1)
+    built = {
+        "target": target,
+        "draft": build_llama(48, 2, seed=2),
+        "tiny": build_qwen2(32, 1, seed=3),
+        "near": near_copy(target, scale=0.01, seed=4),
+    }
+    dirs = {}
+    for name, model in built.items():
+        dirs[name] = Path(root) / name
+        model.save_pretrained(dirs[name])
+        tokenizer.save_pretrained(dirs[name])
+    return dirs
 
 
 def demo_results(max_new_tokens: int = 12, progress: bool = False) -> Results:

@@ -1,8 +1,8 @@
 """Vectorised Monte Carlo of Algorithm 1 under the Bernoulli acceptance model.
 
 The independent witness for :class:`ewif.Cascade`: it reads only the configuration
-(``.alpha .cost .cost_per_token .K .n .fill``) and *plays* the algorithm — it shares no
-formula with ``ewif``.
+(``.alpha .cost .cost_per_token .cost_curve .K .n .fill``) and *plays* the algorithm — it
+shares no formula with ``ewif`` (it prices each pass from the cost table itself).
 
 Semantics (the contract of issue 3, copied here because the simulator enacts it):
 
@@ -19,7 +19,10 @@ Semantics (the contract of issue 3, copied here because the simulator enacts it)
   block is accepted independently with probability ``alpha[r, j]``; the first rejection
   ends the review, and the call yields ``accepted + 1`` tokens (the bonus/resampled one).
 * A pass of model ``i`` processing ``m`` token positions costs
-  ``cost[i] + cost_per_token[i]·m``; a review pass over a draft of ``D`` tokens has
+  ``cost[i] + cost_per_token[i]·m``, or, when the cascade has measured curves,
+  ``cost_curve[i][m − 1]`` — beyond the last measured ``m`` the curve goes on along the
+  line through its last two points, or stays flat at its last value if that line
+  falls (a one-point curve is flat). A review pass over a draft of ``D`` tokens has
   ``m = D + 1`` (the draft and the bonus position), a leaf generation pass ``m = 1``.
 * EWIF = E[tokens per target step] / E[cost per target step] × ``(cost[0] +
   cost_per_token[0])`` (renewal–reward, in units of one autoregressive target token),
@@ -44,6 +47,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from ewif import _validate
+from ewif.review_call import is_leaf
 from simulate.stats import Estimate, mean_estimate, ratio_estimate, wilson_interval
 
 FILLS = ("tokens", "rounds")
@@ -58,6 +62,7 @@ class CascadeSpec:
     cost_per_token: np.ndarray
     K: np.ndarray
     fill: str
+    cost_curve: tuple[np.ndarray, ...] | None = None
 
     @property
     def n(self) -> int:
@@ -65,7 +70,8 @@ class CascadeSpec:
 
     @classmethod
     def of(cls, cascade: Any) -> CascadeSpec:
-        """Read and check ``.alpha .cost .cost_per_token .K .n .fill`` of a cascade."""
+        """Read and check ``.alpha .cost .cost_per_token .cost_curve .K .n .fill`` of a cascade
+        (``cost_per_token`` and ``cost_curve`` may be absent or None)."""
         if isinstance(cascade, CascadeSpec):
             return cascade
         missing = [a for a in ("alpha", "cost", "K") if not hasattr(cascade, a)]
@@ -97,10 +103,31 @@ class CascadeSpec:
             for j in range(r + 1, n + 1):
                 if K[r, j - 1]:
                     _validate.probability(f"alpha[{r}][{j}]", float(alpha[r, j]))
-        return cls(alpha, cost, cpt, K, fill)
+        raw = getattr(cascade, "cost_curve", None)
+        curves = None
+        if raw is not None:
+            if len(raw) != n + 1:
+                raise ValueError(f"cost_curve must hold {n + 1} curves, got {len(raw)}")
+            curves = tuple(_validate.costs(f"cost_curve[{i}]", c) for i, c in enumerate(raw))
+            for i, c in enumerate(curves):
+                if c.ndim != 1 or c.size == 0:
+                    raise ValueError(f"cost_curve[{i}] must be a non-empty list, got {c!r}")
+        return cls(alpha, cost, cpt, K, fill, curves)
+
+    def pass_cost(self, i: int, m: np.ndarray) -> np.ndarray:
+        """Cost of passes of model ``i`` that process ``m`` positions each (array ``m >= 1``)."""
+        if self.cost_curve is None:
+            return self.cost[i] + self.cost_per_token[i] * m
+        y = self.cost_curve[i]
+        last = y.size
+        rise = y[-1] - y[-2] if last >= 2 else 0.0
+        step = rise if rise > 0 else 0.0  # a falling end is continued flat
+        measured = y[np.minimum(m, last) - 1]
+        return np.where(m <= last, measured, y[-1] + step * (m - last))
 
     def is_leaf(self, j: int) -> bool:
-        return j == self.n or not self.K[j].any()
+        """The contract's leaf rule (a definition shared with ``ewif``, not a formula)."""
+        return is_leaf(self.K, j)
 
 
 Blocks = list[tuple[int, np.ndarray]]  # (drafter j, block length per step), in draft order
@@ -255,9 +282,18 @@ class Engine:
                 for r in range(j):
                     if spec.K[r, j - 1]:
                         calls[j] += spec.K[r, j - 1] * calls[r]
-        cost = _weighted(spec.cost + spec.cost_per_token, calls)
-        if spec.cost_per_token.any():
-            cost += _weighted(spec.cost_per_token, drafted)
+        if spec.cost_curve is None:
+            cost = _weighted(spec.cost + spec.cost_per_token, calls)
+            if spec.cost_per_token.any():
+                cost += _weighted(spec.cost_per_token, drafted)
+        else:  # price every logged review pass at its own m = D + 1; leaves at m = 1
+            cost = np.zeros(size)
+            for r, log in enumerate(self._log):
+                for where, d in log:
+                    cost += np.bincount(where, weights=spec.pass_cost(r, d + 1), minlength=size)
+            for j in range(1, n1):
+                if self._leaf[j]:
+                    cost += spec.pass_cost(j, np.ones(1, dtype=np.int64))[0] * calls[j]
         return StepBatch(tokens, cost, calls, draft, accepted)
 
     def _review(

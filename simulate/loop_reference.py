@@ -31,6 +31,8 @@ class _Step:
         self.leaf = [spec.is_leaf(j) for j in range(spec.n + 1)]
         self.calls = [0] * (spec.n + 1)
         self.verified = [0] * (spec.n + 1)
+        self.spent = 0.0  # cost of the step's passes, priced one by one (measured curves)
+        self.curve = spec.cost_curve is not None
 
     def review(self, r: int) -> tuple[int, int, int]:
         """One review call of model ``r``: (tokens yielded, draft length, accepted)."""
@@ -43,6 +45,8 @@ class _Step:
             if self.leaf[j]:
                 self.calls[j] += k
                 self.verified[j] += k
+                if self.curve:
+                    self.spent += k * float(self.spec.pass_cost(j, np.array([1]))[0])
                 draft.extend([j] * k)
             elif self.spec.fill == "rounds":
                 for _ in range(k):
@@ -55,6 +59,8 @@ class _Step:
                     block += y
         self.calls[r] += 1
         self.verified[r] += len(draft) + 1
+        if self.curve:
+            self.spent += float(self.spec.pass_cost(r, np.array([len(draft) + 1]))[0])
         accepted = 0
         for j in draft:
             if self.rng.random() < self.alpha[r][j]:
@@ -73,16 +79,21 @@ def simulate_loop(cascade: Any, trials: int, seed: int | None = 0) -> Simulation
     rows: list[tuple[int, int, int]] = []
     calls: list[list[int]] = []
     verified: list[list[int]] = []
+    spent: list[float] = []
     start = time.perf_counter()
     for _ in range(trials):
         step = _Step(spec, rng)
         rows.append(step.review(0))
         calls.append(step.calls)
         verified.append(step.verified)
+        spent.append(step.spent)
     seconds = time.perf_counter() - start
     tokens, draft, accepted = (np.asarray(col, dtype=np.int64) for col in zip(*rows, strict=True))
     calls_arr = np.asarray(calls, dtype=np.int64).T
-    cost = spec.cost @ calls_arr + spec.cost_per_token @ np.asarray(verified, dtype=np.int64).T
+    if spec.cost_curve is None:
+        cost = spec.cost @ calls_arr + spec.cost_per_token @ np.asarray(verified, dtype=np.int64).T
+    else:
+        cost = np.asarray(spent)
     tally = Tally(n1)
     tally.add(StepBatch(tokens, cost, calls_arr, draft, accepted))
     unit = float(spec.cost[0] + spec.cost_per_token[0])

@@ -137,7 +137,7 @@ def measured_curve(
     if schema == _results.SCHEMA:
         run = _results.load(path)
         label, p, trials = _from_results(run, method, path)
-    elif schema == _io.SCHEMA or data is None:  # YAML model sets are read by ewif.io
+    elif schema in _io.SCHEMAS or data is None:  # YAML model sets are read by ewif.io
         label, p, trials = _from_model_set(_io.load(path), pair, path)
     else:
         raise ValueError(

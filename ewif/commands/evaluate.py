@@ -1,4 +1,9 @@
-"""``csd evaluate FILE``: the exact EWIF of the configuration in a model-set file's ``cascade``."""
+"""``csd evaluate FILE``: the exact EWIF of the configuration in a model-set file's ``cascade``.
+
+When the configuration does not beat autoregressive decoding (EWIF <= 1) the output says
+so (``"decision"`` in ``--json``); with measured pass-cost curves it lists the review
+sizes ``m`` each model's passes use and their cost (:mod:`ewif.commands.explain`).
+"""
 
 from __future__ import annotations
 
@@ -9,7 +14,8 @@ HELP = "evaluate the cascade section of a model-set file exactly (EWIF, tokens, 
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("file", metavar="FILE", help="csd.models/1 file with a 'cascade' section")
+    parser.add_argument("file", metavar="FILE",
+                        help="csd.models/2 (or /1) file with a 'cascade' section")
     parser.add_argument("--fill", choices=("tokens", "rounds"), default="tokens")
     parser.add_argument("--positions", type=int, default=10,
                         help="draft positions in the acceptance-by-position curve")
@@ -17,8 +23,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ewif import io
+    from ewif import io, limits
     from ewif.cascade import Cascade
+    from ewif.commands.explain import decision, review_lines, review_sizes
     from ewif.report import table
 
     ms = io.load(args.file)
@@ -26,6 +33,7 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"{args.file}: no 'cascade' section to evaluate (models, K, lenience)")
     if args.positions < 1:
         raise ValueError(f"--positions must be an integer >= 1, got {args.positions}")
+    limits.count("--positions", args.positions, limits.MAX_POSITIONS, "draft positions")
     c = Cascade.from_model_set(ms, fill=args.fill)
     calls, share = c.calls(), c.swi_breakdown()
     out = {
@@ -35,6 +43,9 @@ def run(args: argparse.Namespace) -> int:
         "calls": {m: float(calls[i]) for i, m in enumerate(c.names)},
         "cost_share": {m: float(share[i]) for i, m in enumerate(c.names)},
         "acceptance_by_position": c.acceptance_by_position(args.positions).tolist(),
+        "decision": decision(c.ewif()),
+        "cost_model": "curve" if c.cost_curve is not None else "affine",
+        "review_sizes": review_sizes(c),
     }
     if args.json:
         print(json.dumps(out, indent=2))
@@ -43,6 +54,12 @@ def run(args: argparse.Namespace) -> int:
           f"fill={c.fill}")
     print(f"EWIF {out['ewif']:.4f}   tokens/step {out['expected_tokens']:.4f}   "
           f"cost/step {out['expected_cost']:.4f}")
+    if out["decision"] == "autoregressive":
+        print(f"on these costs, decode autoregressively: this configuration reaches "
+              f"{out['ewif']:.4f}x (autoregressive decoding is 1x)")
+    if out["cost_model"] == "curve":
+        print("review sizes (measured pass-cost curves; m = positions per pass):")
+        print("\n".join(review_lines(out["review_sizes"])))
     print(table(["model", "passes/step", "cost share"],
                 [[m, calls[i], f"{share[i] * 100:.1f}%"] for i, m in enumerate(c.names)]))
     print("P(position i accepted): " + " ".join(f"{p:.3f}" for p in out["acceptance_by_position"]))

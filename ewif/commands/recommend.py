@@ -4,6 +4,11 @@ Default search space: for a set of target + two neural drafters + a zero-cost st
 drafter (MaG), the paper's space (``k11, k12, k22 ∈ 1..k_max``, MaG blocks fixed at 10)
 at every lenience; otherwise (``--space full``) every upper-triangular K with entries in
 ``0..k_max`` over the candidate models (zero budgets drop drafters: all subsets).
+
+When no configuration beats autoregressive decoding (best EWIF <= 1) the output says so
+plainly (``"decision": "autoregressive"`` in ``--json``). With measured pass-cost curves
+in the model set it also says which review sizes ``m`` the recommendation uses and what
+they cost (:mod:`ewif.commands.explain`).
 """
 
 from __future__ import annotations
@@ -20,7 +25,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     src.add_argument("--preset",
                      help="embedded preset name (see 'csd presets'); default flan-t5-ms")
     src.add_argument("--from", dest="from_file", metavar="FILE",
-                     help="csd.models/1 model-set file (JSON or YAML), e.g. written by realrun")
+                     help="csd.models/2 (or /1) model-set file (JSON or YAML), e.g. written by "
+                          "realrun")
     parser.add_argument("--space", choices=("auto", "paper", "full"), default="auto",
                         help="search space (default: paper when the set is target+2+MaG)")
     parser.add_argument("--k-max", type=int, default=None,
@@ -46,13 +52,18 @@ def load_source(args: argparse.Namespace):
 
 
 def run(args: argparse.Namespace) -> int:
+    from ewif import limits
+    from ewif.commands.explain import decision, review_sizes
     from ewif.optimize import best_sd, optimize, search_space
 
     ms, where = load_source(args)
     if args.top < 1:
         raise ValueError(f"--top must be an integer >= 1, got {args.top}")
+    limits.count("--top", args.top, limits.MAX_TOP, "rows")
     plot_paths = _plot_paths(args.plot) if args.plot else None
     bounds, label, k_max = search_space(ms, args.space, args.k_max, args.mag_block)
+    limits.search(ms.alpha, len(ms.models), bounds, args.lenience or ms.leniences,
+                  "lower --k-max or --mag-block, or pass fewer --lenience")
     result = optimize(ms, bounds=bounds, leniences=args.lenience, subsets=False,
                       fill=args.fill, top=args.top)
     best = result.best
@@ -76,6 +87,9 @@ def run(args: argparse.Namespace) -> int:
         "best_sd": _cfg(sd) | {"k": int(sd.K[0, 0])},
         "gain_over_sd": best.ewif / sd.ewif,
         "autoregressive": 1.0,
+        "decision": decision(best.ewif),
+        "cost_model": "curve" if ms.cost_curve is not None else "affine",
+        "review_sizes": review_sizes(casc),
         "where_the_time_goes": where_time,
         "table": [_cfg(c) for c in result.table],
         "interrupted": result.interrupted,
@@ -118,6 +132,7 @@ def _plots(result, casc, ms, paths, k_max) -> list[Path]:
 
 
 def _human(out: dict, best, sd) -> str:
+    from ewif.commands.explain import autoregressive_line, review_lines
     from ewif.report import table
 
     rec = out["recommended"]
@@ -126,6 +141,11 @@ def _human(out: dict, best, sd) -> str:
         f"searched {out['configurations']:,} configurations ({out['space']}; "
         f"{out['method']}) in {out['seconds']:.2f} s",
         "",
+    ]
+    if out["decision"] == "autoregressive":
+        what = f"{' > '.join(best.models)} K={best.K.tolist()} lenience {best.lenience:g}"
+        lines += [autoregressive_line(what, best.ewif), ""]
+    lines += [
         f"recommended cascade : {' > '.join(best.models)}   lenience {best.lenience:g}",
         f"  K                 : {best.K.tolist()}",
         f"  EWIF              : {best.ewif:.4f}   ({rec['expected_tokens']:.3f} tokens per "
@@ -135,6 +155,11 @@ def _human(out: dict, best, sd) -> str:
         f"({(out['gain_over_sd'] - 1) * 100:+.1f}%)",
         "autoregressive      : EWIF 1.0000",
         "",
+    ]
+    if out["cost_model"] == "curve":
+        lines += ["review sizes (measured pass-cost curves; m = positions per pass):",
+                  *review_lines(out["review_sizes"]), ""]
+    lines += [
         "where the time goes (per target step):",
         table(["model", "passes", "cost", "share"],
               [[w["model"], w["passes"], w["cost"], f"{w['share'] * 100:.1f}%"]

@@ -63,10 +63,13 @@ def _parse_K(text: str) -> list[list[int]]:
 
 def _recommended(ms: Any, fill: str, lenience: float | None) -> tuple[Any, str, float]:
     """What ``csd recommend`` picks by default (:func:`ewif.optimize.search_space`)."""
+    from ewif import limits
     from ewif.optimize import optimize, search_space
 
     leniences = None if lenience is None else [lenience]
     bounds = search_space(ms).bounds
+    limits.search(ms.alpha, len(ms.models), bounds, leniences or ms.leniences,
+                  "give the cascade with --models and --K (or a 'cascade' section)")
     result = optimize(ms, bounds=bounds, leniences=leniences, subsets=False, fill=fill)
     return result.cascade(), "recommended by ewif.optimize", result.best.lenience
 
@@ -89,16 +92,18 @@ def _cascade(args: argparse.Namespace, ms: Any) -> tuple[Any, str, float]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ewif import _validate
+    from ewif import _validate, limits
     from simulate.bernoulli import simulate
     from simulate.compare import compare, default_max_position
 
     trials = _validate.count("--trials", args.trials, minimum=2)
+    limits.count("--trials", trials, limits.MAX_TRIALS, "target steps (minutes at worst)")
     level = _validate.probability("--level", args.level)
     if not 0.0 < level < 1.0:
         raise ValueError(f"--level must be strictly between 0 and 1, got {args.level!r}")
     if args.positions is not None:
         _validate.count("--positions", args.positions, minimum=1)
+        limits.count("--positions", args.positions, limits.MAX_POSITIONS, "draft positions")
     if args.plot:
         from ewif.plotting import style
 

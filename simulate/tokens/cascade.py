@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ewif import _validate
+from ewif.review_call import is_leaf
 from simulate.tokens.interface import Proposer, TokenModel
 from simulate.tokens.review import TokenLaw, greedy_review, speculative_review
 from simulate.tokens.sampling import Decoding, sample
@@ -215,7 +216,7 @@ class CascadeDecoder:
         self._models = _check_models(models)
         n = len(self._models) - 1
         self._K = _check_budgets(K, n)
-        self._leaf = [j == n or not any(self._K[j]) for j in range(n + 1)]
+        self._leaf = [is_leaf(self._K, j) for j in range(n + 1)]
         self._neural = [isinstance(m, TokenModel) for m in self._models]
         for j in range(1, n):
             if not self._leaf[j] and isinstance(self._models[j], Proposer):

@@ -71,13 +71,16 @@ class SyntheticLM:
         seed: int = 0,
         name: str = "target",
     ) -> SyntheticLM:
-        """A table of ``softmax(sharpness · N(0, 1))`` rows from ``seed``."""
+        """A table of ``softmax(sharpness · N(0, 1))`` rows from ``seed``, formed as
+        ``exp(sharpness · (g − max g))`` so no sharpness overflows to NaN (an exponent
+        overflowing to ``-inf`` is below ``-max float``: its ``exp`` is 0 exactly)."""
         vocab = _validate.count("vocab_size", vocab_size, minimum=2)
         ctx = _validate.count("context", context, minimum=1)
         scale = _validate.cost("sharpness", sharpness)
         rng = np.random.default_rng(_validate.count("seed", seed))
-        z = scale * rng.standard_normal(((vocab + 1) ** ctx, vocab))
-        z = np.exp(z - z.max(axis=1, keepdims=True))
+        g = rng.standard_normal(((vocab + 1) ** ctx, vocab))
+        with np.errstate(over="ignore"):
+            z = np.exp(scale * (g - g.max(axis=1, keepdims=True)))
         return cls(z / z.sum(axis=1, keepdims=True), ctx, name)
 
     def drafter(self, alpha: float, seed: int = 0, name: str | None = None) -> SyntheticLM:

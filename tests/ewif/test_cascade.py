@@ -73,15 +73,21 @@ def test_horizontal_blocks_of_two_leaves(k1, k2, a1, a2, c1, c2):
 
 # --- independent oracle: enumerate every Bernoulli outcome with exact fractions -------------
 def enumerate_call(r, alpha, K, cost, fill):
-    """All outcomes of one review call of r: list of (probability, tokens, cost) in Fractions."""
-    n = len(cost) - 1
+    """All outcomes of one review call of r: list of (probability, tokens, cost) in Fractions.
+
+    ``cost`` is a list (a pass of model i costs ``cost[i]`` at every m) or a function
+    ``cost(i, m)`` (a pass of model i over m positions; a review of a D-token draft has
+    m = D + 1, a leaf pass m = 1).
+    """
+    price = cost if callable(cost) else (lambda i, m: cost[i])
+    n = len(K)
     blocks = []  # for each block: list of (p, [proposer per token], cost)
     for j in range(r + 1, n + 1):
         b = K[r][j - 1]
         if b == 0:
             continue
         if j == n or not any(K[j]):
-            blocks.append([(Fraction(1), [j] * b, b * cost[j])])
+            blocks.append([(Fraction(1), [j] * b, b * price(j, 1))])
             continue
         sub = enumerate_call(j, alpha, K, cost, fill)
         outcomes = [(Fraction(1), 0, Fraction(0), 0)]  # p, tokens, cost, calls
@@ -100,11 +106,12 @@ def enumerate_call(r, alpha, K, cost, fill):
     out = []
     for combo in itertools.product(*blocks):
         p = Fraction(1)
-        tokens, c = [], Fraction(cost[r])
+        tokens, c = [], Fraction(0)
         for q, toks, cc in combo:
             p *= q
             tokens += toks
             c += cc
+        c += price(r, len(tokens) + 1)
         # review: accept position by position
         acc_p = Fraction(1)
         for i, j in enumerate(tokens):

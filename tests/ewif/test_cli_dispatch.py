@@ -41,3 +41,33 @@ def test_unknown_command_is_a_one_line_error(capsys) -> None:
     assert exc.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "unknown command 'no-such-command'" in err[0]
+
+
+RUN_CSD = "import sys; from ewif.cli import main; sys.exit(main(sys.argv[1:]))"
+
+
+@pytest.mark.parametrize(
+    "args", [["presets"], ["recommend", "--preset", "flan-t5-ms"], ["recommend", "--json"]]
+)
+def test_a_reader_closing_stdout_early_ends_the_command_quietly(args) -> None:
+    """``csd ... | head -1``: the reader keeps one line and closes the pipe. Whether the
+    command still had output to write when that happened (exit 141 = 128 + SIGPIPE) or
+    had finished (exit 0) is a race; stderr is empty either way."""
+    proc = subprocess.Popen([sys.executable, "-c", RUN_CSD, *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    assert proc.stdout.readline()
+    proc.stdout.close()
+    err = proc.stderr.read()
+    assert proc.wait(timeout=60) in (0, 141)
+    assert err == b""
+
+
+def test_a_reader_gone_before_any_output_gives_exit_141_and_no_message() -> None:
+    proc = subprocess.Popen([sys.executable, "-c", RUN_CSD, "presets"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # before the interpreter has even started: every write fails
+    err = proc.stderr.read()
+    assert proc.wait(timeout=60) == 141
+    assert err == b""

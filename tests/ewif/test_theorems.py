@@ -197,5 +197,46 @@ def test_best_k_edges() -> None:
         best_k(0.5, 0.0)
     with pytest.raises(ValueError, match="no finite optimal k"):
         best_k(1.0, 0.5)
-    with pytest.raises(ValueError, match="2\\*\\*53"):
-        best_k(1 - 1e-15, 1e-6)
+    with pytest.raises(ValueError, match="exceeds 2\\*\\*53"):
+        best_k(1 - 2**-53, 5e-324)
+
+
+def _h(alpha: float, c: float, k: int):
+    """``h(k) = α^(k+1)(1 + kc) − c G(α, k)`` in 80-digit arithmetic: ``k*`` is the first
+    ``k`` with ``h(k) ≤ 0``."""
+    import mpmath
+
+    with mpmath.workdps(80):
+        a, cc = mpmath.mpf(alpha), mpmath.mpf(c)
+        return a ** (k + 1) * (1 + k * cc) - cc * (1 - a ** (k + 1)) / (1 - a)
+
+
+def test_best_k_answers_beyond_the_old_search_bound() -> None:
+    """The bound α/((1−α)c) is 1e18 here, yet k* = 1 146 193 238 (80-digit bisection)."""
+    k_star, ewif = best_k(1 - 1e-9, 1e-9)
+    assert k_star == 1_146_193_238
+    assert ewif == pytest.approx(3.178444373208e8, rel=1e-12)
+    assert _h(1 - 1e-9, 1e-9, k_star - 1) > 0 >= _h(1 - 1e-9, 1e-9, k_star)
+
+
+@given(st.floats(1.0, 15.95), st.floats(0.5, 323.0))
+def test_best_k_near_one_matches_a_high_precision_reference(gap_digits, c_digits) -> None:
+    """α = 1 − 10^-u, c = 10^-v: k* is the first k with h(k) ≤ 0 (checked at 80 digits),
+    or refused exactly when h(2**53) > 0."""
+    alpha, c = 1.0 - 10.0**-gap_digits, 10.0**-c_digits
+    if alpha == 1.0 or c == 0.0:
+        return
+    try:
+        k_star, ewif = best_k(alpha, c)
+    except ValueError as err:
+        assert "exceeds 2**53" in str(err)
+        assert _h(alpha, c, 2**53) > 0
+        return
+    assert k_star == 0 or _h(alpha, c, k_star - 1) > 0
+    assert _h(alpha, c, k_star) <= 0
+    import mpmath
+
+    with mpmath.workdps(40):
+        a = mpmath.mpf(alpha)
+        exact = (1 - a ** (k_star + 1)) / (1 - a) / (1 + k_star * mpmath.mpf(c))
+    assert ewif == pytest.approx(float(exact), rel=1e-12)

@@ -31,13 +31,7 @@ import pytest
 import torch
 from transformers import PreTrainedTokenizerFast, Qwen2ForCausalLM
 
-from realrun.tiny import (
-    PROMPT_TEXTS,
-    build_llama,
-    build_qwen2,
-    build_tokenizer,
-    near_copy,
-)
+from realrun.tiny import PROMPT_TEXTS, build_qwen2, build_tokenizer, write_family
 
 
 def write_gguf(model: Qwen2ForCausalLM, path: Path) -> Path:
@@ -103,21 +97,8 @@ def tiny_tokenizer(tiny_tokenizer_dir):
 
 
 @pytest.fixture(scope="session")
-def tiny_model_dirs(tmp_path_factory, tiny_tokenizer) -> dict[str, Path]:
-    target = build_llama(64, 2, seed=1)
-    built = {
-        "target": target,
-        "draft": build_llama(48, 2, seed=2),
-        "tiny": build_qwen2(32, 1, seed=3),
-        "near": near_copy(target, scale=0.01, seed=4),
-    }
-    root = tmp_path_factory.mktemp("models")
-    dirs = {}
-    for name, model in built.items():
-        dirs[name] = root / name
-        model.save_pretrained(dirs[name])
-        tiny_tokenizer.save_pretrained(dirs[name])
-    return dirs
+def tiny_model_dirs(tmp_path_factory) -> dict[str, Path]:
+    return write_family(tmp_path_factory.mktemp("models"))
 
 
 @pytest.fixture(scope="session")

@@ -11,6 +11,8 @@ from ewif import io as model_io
 from ewif import results as results_io
 from ewif.cli import main
 
+NUMERICS = ["--dtype", "float32", "--threads", "1", "--measure-prompts", "2"]
+
 
 @pytest.fixture(scope="module")
 def prompt_file(tmp_path_factory):
@@ -27,7 +29,7 @@ def measured(tiny_model_dirs, prompt_file, tmp_path_factory):
     code = main(["measure", str(tiny_model_dirs["target"]), str(tiny_model_dirs["near"]),
                  "--mag", "--prompts", str(prompt_file), "--limit", "2", "--max-new-tokens", "6",
                  "--leniences", "1", "3", "--max-m", "3", "--repeats", "1", "--warmup", "0",
-                 "-o", str(out)])
+                 *NUMERICS[:4], "-o", str(out)])
     assert code == 0
     return out
 
@@ -42,13 +44,14 @@ def test_realrun_given_cascade_with_plots(tiny_model_dirs, measured, prompt_file
                                           capsys):
     out, plot = tmp_path / "r.json", tmp_path / "cal.png"
     code = main(["realrun", str(tiny_model_dirs["target"]), str(tiny_model_dirs["near"]),
-                 "--mag", "--from", str(measured), "--prompts", str(prompt_file),
-                 "--max-new-tokens", "6", "--K", "[[2, 0], [0, 3]]", "--lenience", "3",
+                 "--mag", "--from", str(measured), *NUMERICS, "--prompts", str(prompt_file),
+                 "--max-new-tokens", "6", "--K", "[[2, 0], [0, 3]]",
+                 "--lenience", "3",
                  "-o", str(out), "--plot", str(plot), "--json"])
     assert code == 0
     printed = json.loads(capsys.readouterr().out)
     res = results_io.load(out)
-    assert printed["schema"] == "csd.results/1" and res.prompts == 4
+    assert printed["schema"] == "csd.results/1" and res.prompts == 2  # the held-out split
     assert res.method("CSD [[2, 0], [0, 3]] l=3").config["lenience"] == 3.0
     assert set(res.metadata["outputs_differing_from_AR"].values()) == {0}
     for path in (plot, tmp_path / "cal_decay.png"):
@@ -58,8 +61,8 @@ def test_realrun_given_cascade_with_plots(tiny_model_dirs, measured, prompt_file
 def test_realrun_recommends_when_no_cascade_is_given(tiny_model_dirs, measured, prompt_file,
                                                      capsys):
     code = main(["realrun", str(tiny_model_dirs["target"]), str(tiny_model_dirs["near"]),
-                 "--mag", "--from", str(measured), "--prompts", str(prompt_file), "--limit",
-                 "1", "--max-new-tokens", "4", "--no-baselines", "--k-max", "3"])
+                 "--mag", "--from", str(measured), *NUMERICS, "--prompts", str(prompt_file),
+                 "--limit", "1", "--max-new-tokens", "4", "--no-baselines", "--k-max", "3"])
     assert code == 0
     table = capsys.readouterr().out
     assert "AR" in table and "CSD" in table
@@ -69,7 +72,8 @@ def test_realrun_refuses_a_model_set_of_other_models(tiny_model_dirs, measured, 
                                                      capsys):
     # the file describes (target, near, mag), the run loads (target, mag)
     code = main(["realrun", str(tiny_model_dirs["target"]), "--mag", "--from", str(measured),
-                 "--prompts", str(prompt_file), "--limit", "1", "--max-new-tokens", "4"])
+                 *NUMERICS, "--prompts", str(prompt_file), "--limit", "1", "--max-new-tokens",
+                 "4"])
     assert code == 2
     assert "describes models" in capsys.readouterr().err
 
@@ -97,12 +101,14 @@ def _bad(args, capsys, needle):
 def test_bad_input_exits_2_with_one_line(tiny_model_dirs, measured, prompt_file, tmp_path,
                                          other_tokenizer_dir, capsys):
     t, near = str(tiny_model_dirs["target"]), str(tiny_model_dirs["near"])
-    common = ["--prompts", str(prompt_file), "--limit", "1", "--max-new-tokens", "3"]
+    common = ["--prompts", str(prompt_file), "--limit", "1", "--max-new-tokens", "3",
+              *NUMERICS[:4]]
+    rr = [*common, "--measure-prompts", "2"]
     _bad(["measure", t, str(other_tokenizer_dir), *common, "-o", str(tmp_path / "x.json")],
          capsys, "do not share a tokenizer")
-    _bad(["realrun", t, near, "--mag", "--from", str(measured), *common, "--K",
+    _bad(["realrun", t, near, "--mag", "--from", str(measured), *rr, "--K",
           "[[1, 1], [1, 1]]"], capsys, "upper")
-    _bad(["realrun", t, near, "--mag", "--from", str(measured), *common, "--K",
+    _bad(["realrun", t, near, "--mag", "--from", str(measured), *rr, "--K",
           "[[2, 3], [0, 0]]", "--lenience", "3"], capsys, "would apply at the target")
     empty = tmp_path / "empty.jsonl"
     empty.write_text('{"prompt": ""}\n')
@@ -110,5 +116,12 @@ def test_bad_input_exits_2_with_one_line(tiny_model_dirs, measured, prompt_file,
          capsys, "non-empty string")
     _bad(["measure", str(tmp_path / "no-such-model"), near, *common, "-o",
           str(tmp_path / "x.json")], capsys, "does not exist")
-    _bad(["realrun", t, near, "--mag", "--from", str(measured), *common, "--K", "[[2"],
+    _bad(["realrun", t, near, "--mag", "--from", str(measured), *rr, "--K", "[[2"],
          capsys, "JSON matrix")
+    _bad(["realrun", t, near, "--mag", "--from", str(measured), "--prompts", str(prompt_file),
+          "--measure-prompts", "2"], capsys, "give dtype and threads")
+    _bad(["realrun", t, near, "--mag", *common], capsys,
+         "none is left for the held-out split")
+    with pytest.raises(SystemExit) as exit_:  # argparse's usage error
+        main(["measure", t, near, "--threads", "0", "-o", str(tmp_path / "x.json")])
+    assert exit_.value.code == 2 and "positive integer" in capsys.readouterr().err

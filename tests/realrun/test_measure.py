@@ -1,4 +1,4 @@
-"""realrun.measure: α by brute force on tiny models, the position curve, the affine cost fit,
+"""realrun.measure: α by brute force on tiny models, the position curve, the cost curves,
 and the model-set file that ``csd recommend --from`` reads."""
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ from ewif import io as model_io
 from realrun.bigram import BigramTable
 from realrun.hf_model import HFTokenModel
 from realrun.maxgram import MaxGram
-from realrun.measure import fit_affine, measure, position_curve
+from realrun.measure import measure, position_curve
+from realrun.timing import PassTiming, grid
 from simulate.tokens.sampling import Decoding
 
 LENIENCES = (1.0, 3.0)
@@ -83,13 +84,18 @@ def test_alpha_structure(measured):
 
 
 def test_costs_and_file_round_trip(measured, tmp_path):
-    assert measured.cost[0] == 1.0
-    assert (measured.cost >= 0).all() and (measured.cost_per_token >= 0).all()
+    curves = measured.cost_curve
+    assert curves is not None and curves[0][0] == 1.0
+    assert [c.size for c in curves] == [3, 3, 3, 1]  # m = 1..max_m; Max-Gram per token
+    assert all((c > 0).all() for c in curves[:3]) and (measured.cost_per_token == 0).all()
+    np.testing.assert_array_equal(measured.cost, [c[0] for c in curves])
     assert measured.cost[3] < 0.5  # Max-Gram is far cheaper than a transformer pass
     path = model_io.save(measured, tmp_path / "m.json")
     again = model_io.load(path)
     assert again.models == ("target", "near", "draft", "mag")
     np.testing.assert_allclose(again.cost, measured.cost)
+    for a, b in zip(again.cost_curve, curves, strict=True):
+        np.testing.assert_allclose(a, b)
     from ewif.cli import main
 
     assert main(["recommend", "--from", str(path), "--json"]) == 0
@@ -112,19 +118,6 @@ def test_sampling_alpha_is_one_minus_total_variation(chain, tiny_models, tiny_pr
         q = torch.softmax(tiny_models["near"].model(prefix).logits[0, -1].double(), -1)
         tvs.append(1 - 0.5 * float((p - q).abs().sum()))
     assert ms.alpha[1.0][0, 1] == pytest.approx(np.mean(tvs), abs=1e-6)
-
-
-@given(st.floats(0, 1), st.floats(0, 1), st.lists(st.integers(1, 40), min_size=2, max_size=8,
-                                                    unique=True))
-def test_affine_fit_recovers_a_line(a, b, m):
-    fit = fit_affine(m, [a + b * x for x in m])
-    assert fit.intercept == pytest.approx(a, abs=1e-9)
-    assert fit.slope == pytest.approx(b, abs=1e-9)
-
-
-def test_affine_fit_clips_a_negative_slope():
-    fit = fit_affine([1, 2, 3], [3.0, 2.0, 1.0])
-    assert fit.slope == 0.0 and fit.intercept == pytest.approx(2.0)
 
 
 @given(st.lists(st.lists(st.booleans(), min_size=1, max_size=12), min_size=1, max_size=4))
@@ -161,13 +154,20 @@ def test_bad_input(chain, tiny_prompts, tiny_models):
         measure([chain[0], other], tiny_prompts[:1], progress=False)
 
 
-@given(st.floats(0.01, 1), st.floats(0, 1), st.lists(st.floats(-0.5, 0.5), min_size=3,
-                                                      max_size=8))
-def test_anchored_fit_is_exact_at_the_first_point(t0, b, noise):
-    m = list(range(1, len(noise) + 2))
-    y = [t0] + [t0 + b * (x - 1) + e for x, e in zip(m[1:], noise, strict=True)]
-    fit = fit_affine(m, y, anchored=True)
-    assert fit(1) == pytest.approx(t0, abs=1e-12)
-    dx = np.array(m[1:]) - 1.0
-    dy = np.array(y[1:]) - t0
-    assert fit.slope == pytest.approx(max(0.0, dx @ dy / (dx @ dx)), abs=1e-12)
+@given(st.integers(1, 200))
+def test_grid_is_dense_then_sparse_and_ends_at_max_m(max_m):
+    g = grid(max_m)
+    assert g[0] == 1 and g[-1] == max_m and list(g) == sorted(set(g))
+    assert set(range(1, min(max_m, 6) + 1)) <= set(g)
+
+
+@given(st.integers(1, 40), st.data())
+def test_dense_curve_interpolates_between_grid_points(max_m, data):
+    ms = grid(max_m)
+    seconds = data.draw(st.lists(st.floats(1e-4, 1.0), min_size=len(ms), max_size=len(ms)))
+    timing = PassTiming(ms, tuple(seconds))
+    dense = timing.dense()
+    assert dense.size == max_m
+    for m, s in zip(timing.m, timing.seconds, strict=True):
+        assert dense[m - 1] == pytest.approx(s)
+    assert dense.min() >= min(timing.seconds) - 1e-12 and dense.max() <= max(timing.seconds) + 1e-12

@@ -76,9 +76,11 @@ def test_swi_is_recomputed_from_counted_passes(setup, tiny_prompts):
     from simulate.tokens.cascade import CascadeDecoder
 
     out = CascadeDecoder([t, d], [[3]]).generate(tiny_prompts[0], NEW)
-    cost = sum(x.passes * ms.cost[ms.index(x.name)] + x.tokens_fed *
-               ms.cost_per_token[ms.index(x.name)] for x in (t, d))
-    expected = len(out.tokens) * (1 + ms.cost_per_token[0]) / cost
+    # every pass priced at its own size m on the measured curve
+    curves = {x.name: ms.cost_curve[ms.index(x.name)] for x in (t, d)}
+    assert all(m <= curves[x.name].size for x in (t, d) for m in x.pass_sizes)
+    cost = sum(curves[x.name][m - 1] * count for x in (t, d) for m, count in x.pass_sizes.items())
+    expected = len(out.tokens) * 1.0 / cost
     assert res.methods[0].swi == pytest.approx(expected)
     cascade = Cascade.from_model_set(ms, ("target", "near"), [[3]])
     assert res.methods[0].predicted_speedup == pytest.approx(cascade.ewif())

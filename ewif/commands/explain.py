@@ -1,0 +1,65 @@
+"""Plain-language parts of ``csd recommend`` / ``csd evaluate``: the decision and review sizes.
+
+Not a command (no entry point): helpers the two commands share.
+
+* **Decision.** EWIF is in units of autoregressive decoding (EWIF 1), so a configuration
+  is only worth running when its EWIF exceeds 1; otherwise the honest answer is "decode
+  autoregressively".
+* **Review sizes.** A pass of model ``i`` over ``m`` positions costs ``c_i(m)``
+  (:mod:`ewif.pass_cost`); :meth:`ewif.cascade.Cascade.pass_sizes` gives, per model, the
+  expected passes per target step by ``m`` and what they cost. With measured curves this
+  says which part of each curve the recommendation relies on.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ewif.cascade import Cascade
+
+
+def decision(ewif: float) -> str:
+    """``"speculative"`` when ``ewif > 1``, else ``"autoregressive"``."""
+    return "speculative" if ewif > 1.0 else "autoregressive"
+
+
+def autoregressive_line(what: str, ewif: float) -> str:
+    """The plain statement for a configuration ``what`` that does not beat EWIF 1."""
+    return (
+        f"on these costs, decode autoregressively; the best speculative configuration is "
+        f"{what} at {ewif:.4f}x"
+    )
+
+
+def review_sizes(cascade: Cascade) -> list[dict[str, Any]]:
+    """Per model with passes: passes per target step, the range and mean of ``m`` over its
+    passes, the expected cost of those passes, and the exact pmf of ``m`` (``pmf[m]``)."""
+    out = []
+    for s in cascade.pass_sizes():
+        if s.passes <= 0:
+            continue
+        support = s.support
+        out.append({
+            "model": s.name if s.name is not None else str(s.model),
+            "passes": s.passes,
+            "m_min": int(support[0]),
+            "m_max": int(support[-1]),
+            "m_mean": s.mean_m,
+            "cost": s.total_cost,
+            "m_pmf": s.pmf.tolist(),
+        })
+    return out
+
+
+def review_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """Human lines: ``the target reviews m = a..b positions (mean x) at cost y per step``."""
+    lines = []
+    for i, r in enumerate(rows):
+        m = f"m = {r['m_min']}" if r["m_min"] == r["m_max"] else f"m = {r['m_min']}..{r['m_max']}"
+        who = "the target" if i == 0 else r["model"]
+        verb = "reviews" if r["m_max"] > 1 else "generates with"
+        lines.append(
+            f"  {who} {verb} {m} positions (mean {r['m_mean']:.2f}) in {r['passes']:.3f} "
+            f"pass(es) per step, at cost {r['cost']:.4f}"
+        )
+    return lines

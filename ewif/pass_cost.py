@@ -1,0 +1,201 @@
+"""The cost of one forward pass of each model as a function of the positions ``m`` it processes.
+
+A generating (leaf) pass processes ``m = 1`` position; a review pass over a draft of ``D``
+tokens processes ``m = D + 1``. Model ``i``'s pass costs ``c_i(m)`` (in units of one
+target pass at ``m = 1`` when ``c_0(1) = 1``), given in one of two forms:
+
+* **affine** (the special case): ``c_i(m) = cost[i] + cost_per_token[i]·m``;
+* **measured curve**: ``c_i(m) = cost_curve[i][m − 1]`` for ``m = 1..M_i`` (curves may have
+  different lengths ``M_i``). **Extrapolation rule:** beyond ``M_i`` the curve continues
+  on the line through its last two points, ``c_i(m) = y_M + s·(m − M)`` with
+  ``s = max(y_M − y_(M−1), 0)``: if that line would decrease it stays flat at the last
+  value (a pass never gets cheaper beyond the measured range); a one-point curve extends
+  flat.
+
+Both forms are stored alike: a table ``c_i(1..M_i)`` and the slope beyond it (an affine
+cost is the one-point table ``cost + cost_per_token`` with slope ``cost_per_token``).
+The unit of EWIF is ``c_0(1)``, the cost of one autoregressive target token.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Sequence
+
+import numpy as np
+
+from ewif import _validate
+
+_AFFINE_RTOL = 1e-12
+
+
+class PassCost:
+    """Pass costs ``c_i(m)`` of models ``0..n`` (target first); see the module docstring.
+
+    Build with :meth:`affine` or :meth:`from_curves`; instances are immutable.
+    """
+
+    def __init__(self, table: tuple[np.ndarray, ...], slope: np.ndarray, curves: bool) -> None:
+        self._table = table
+        self._slope = slope
+        self._curves = curves
+        for arr in (*table, slope):
+            arr.setflags(write=False)
+
+    # ------------------------------------------------------------------ construction
+    @classmethod
+    def affine(cls, cost: object, cost_per_token: object | None = None) -> PassCost:
+        """``c_i(m) = cost[i] + cost_per_token[i]·m``; ``cost[0]`` must be 1."""
+        c = _validate.costs("cost", cost)
+        if c.ndim != 1 or c.size < 2:
+            raise ValueError(
+                f"cost must be a 1-D array with one entry per model (target + at least one "
+                f"drafter), got shape {c.shape}"
+            )
+        if c[0] != 1.0:
+            raise ValueError(f"cost[0] (the target's pass) must be 1, got {c[0]!r}")
+        s = (
+            np.zeros(c.size)
+            if cost_per_token is None
+            else _validate.costs("cost_per_token", cost_per_token)
+        )
+        if s.shape != c.shape:
+            raise ValueError(f"cost_per_token must have shape {c.shape}, got {s.shape}")
+        table = tuple(np.array([ci + si]) for ci, si in zip(c, s, strict=True))
+        return cls(table, s.astype(float), curves=False)
+
+    @classmethod
+    def from_curves(cls, cost_curve: object, n_models: int | None = None) -> PassCost:
+        """``c_i(m) = cost_curve[i][m − 1]``, extended by the documented rule.
+
+        ``cost_curve`` must be a list of ``n_models`` (when given; at least 2) non-empty
+        sequences of finite numbers >= 0, and ``cost_curve[0][0]`` must be 1 (the target's
+        generating pass is the unit). Anything else raises ``ValueError`` naming the model
+        index and the value.
+        """
+        if isinstance(cost_curve, str | bytes) or not isinstance(
+            cost_curve, Sequence | np.ndarray
+        ):
+            raise ValueError(
+                f"cost_curve must be a list with one curve (a list of costs for m = 1, 2, ...) "
+                f"per model, got {cost_curve!r}"
+            )
+        curves = list(cost_curve)
+        if n_models is not None and len(curves) != n_models:
+            raise ValueError(
+                f"cost_curve must hold one curve per model ({n_models}), got {len(curves)}"
+            )
+        if len(curves) < 2:
+            raise ValueError(
+                f"cost_curve must hold curves for the target and at least one drafter, got "
+                f"{len(curves)}"
+            )
+        table = tuple(_curve(i, y) for i, y in enumerate(curves))
+        if table[0][0] != 1.0:
+            raise ValueError(
+                f"cost_curve[0][0] (the target's generating pass, m = 1) must be 1, got "
+                f"{float(table[0][0]):g}"
+            )
+        slope = np.array([max(float(y[-1] - y[-2]), 0.0) if y.size > 1 else 0.0 for y in table])
+        return cls(table, slope, curves=True)
+
+    # ------------------------------------------------------------------ queries
+    @property
+    def n_models(self) -> int:
+        """Number of models ``n + 1``."""
+        return len(self._table)
+
+    @property
+    def kind(self) -> str:
+        """``"curve"`` when built from measured curves, else ``"affine"``."""
+        return "curve" if self._curves else "affine"
+
+    @property
+    def unit(self) -> float:
+        """``c_0(1)``: the cost of one autoregressive target token (the unit of EWIF)."""
+        return float(self._table[0][0])
+
+    def table(self, i: int) -> np.ndarray:
+        """The stored values ``c_i(1..M_i)`` (read-only)."""
+        return self._table[i]
+
+    def at(self, i: int, m: int | np.ndarray) -> np.ndarray:
+        """``c_i(m)`` for positions ``m >= 1`` (any integer array shape; 0-d for a scalar)."""
+        m = np.asarray(m)
+        if m.dtype.kind not in "iu":
+            m = _validate.counts("m", m, minimum=1)
+        elif m.size and m.min() < 1:
+            raise ValueError(f"m must hold integers >= 1 (positions of a pass), got {m.min()}")
+        y = self._table[i]
+        inside = y[np.minimum(m, y.size) - 1]
+        return inside + self._slope[i] * np.maximum(m - y.size, 0)
+
+    def expected(self, i: int, m_pmf: np.ndarray) -> float:
+        """``E[c_i(m)] = Σ_m m_pmf[m]·c_i(m)`` for ``m_pmf[m] = P(m)`` (index = m).
+
+        ``m_pmf[0]`` must be 0 (no pass processes zero positions). Linear in ``m_pmf``, so
+        a measure (expected pass counts by ``m``) gives the expected total cost.
+        """
+        m_pmf = np.asarray(m_pmf, dtype=float)
+        if m_pmf.size and m_pmf[0] != 0.0:
+            raise ValueError(f"m_pmf[0] = P(m = 0) must be 0, got {m_pmf[0]!r}")
+        if m_pmf.size < 2:
+            return 0.0
+        return float(m_pmf[1:] @ self.at(i, np.arange(1, m_pmf.size)))
+
+    def affine_params(self, i: int) -> tuple[float, float] | None:
+        """``(a, b)`` with ``c_i(m) = a + b·m`` for every ``m >= 1``, or None if not affine.
+
+        A curve counts as affine when its consecutive differences agree to 1e-12 relative
+        to its largest value and the extension continues the line (it never goes flat
+        after a decrease).
+        """
+        y, s = self._table[i], float(self._slope[i])
+        if y.size == 1:
+            return float(y[0]) - s, s
+        d = np.diff(y)
+        tol = _AFFINE_RTOL * float(np.abs(y).max())
+        if d[-1] < 0 or np.abs(d - d[-1]).max() > tol:
+            return None
+        return float(y[0]) - s, s
+
+    def is_affine(self, i: int) -> bool:
+        """True when ``c_i`` is affine in ``m`` (see :meth:`affine_params`)."""
+        return self.affine_params(i) is not None
+
+    def select(self, index: Sequence[int] | np.ndarray) -> PassCost:
+        """The pass costs of the models ``index`` (in that order)."""
+        ix = [int(i) for i in index]
+        return PassCost(
+            tuple(self._table[i].copy() for i in ix), self._slope[ix].copy(), self._curves
+        )
+
+    def __repr__(self) -> str:
+        return f"PassCost({self.kind}, M={[y.size for y in self._table]})"
+
+
+def _curve(i: int, values: object) -> np.ndarray:
+    """One model's curve as a float array; ValueError naming model ``i`` and the value."""
+    if isinstance(values, str | bytes) or not isinstance(values, Sequence | np.ndarray):
+        raise ValueError(
+            f"cost_curve[{i}] (model {i}) must be a list of costs for m = 1, 2, ..., got "
+            f"{values!r}"
+        )
+    out = []
+    for m, v in enumerate(values, start=1):
+        if isinstance(v, np.generic):
+            v = v.item()
+        if isinstance(v, bool) or not isinstance(v, numbers.Real):
+            raise ValueError(
+                f"cost_curve[{i}] (model {i}) must hold numbers, got {v!r} at m = {m}"
+            )
+        x = float(v)
+        if not math.isfinite(x) or x < 0:
+            raise ValueError(
+                f"cost_curve[{i}] (model {i}) must hold finite numbers >= 0, got {v!r} at m = {m}"
+            )
+        out.append(x)
+    if not out:
+        raise ValueError(f"cost_curve[{i}] (model {i}) is empty: it needs at least c(m = 1)")
+    return np.asarray(out)

@@ -1,0 +1,111 @@
+"""Pass-cost curves of real models, timed the way decoding feeds them.
+
+A review pass over a draft of ``D`` tokens feeds ``m = D + 1`` fresh positions onto a
+cached context and returns ``m`` logit rows; a generating pass feeds ``m = 1``. On real
+hardware the cost of such a pass is a curve in ``m``, not a line: BLAS switches kernels
+with the number of rows (on an AVX-512 CPU in float32 a pass over m = 2 costs about two
+single passes, then the curve flattens; in bfloat16 it is nearly flat from the start).
+
+:func:`time_passes` measures that curve for a :class:`~simulate.tokens.interface.TokenModel`:
+after ``warmup`` untimed passes, ``repeats`` rounds time one pass for every ``m`` of a grid
+(in a shuffled order per round), each starting from the same cached context (the cache is
+cropped back to it, untimed); the fastest of the repeats represents each ``m`` — on a
+shared machine interference only ever adds time. The grid is dense up to 6 and sparser
+beyond (:func:`grid`); the dense curve ``m = 1..max_m`` is the linear interpolation between
+grid points (:meth:`PassTiming.dense`). ewif extends a curve beyond its last point linearly
+through its last two points (never downwards).
+
+:func:`time_proposer` times Max-Gram's ``propose(context, prompt_length, k)``; ewif charges
+a leaf block of ``k`` tokens as ``k`` generating passes, so its cost is the time per proposed
+token.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ewif import _validate
+from simulate.tokens.interface import Proposer, TokenModel
+
+_DENSE_UP_TO = 6
+
+
+def grid(max_m: int) -> tuple[int, ...]:
+    """The timed ``m`` values: ``1..6`` densely, then every 2 up to 12, every 4 up to 32,
+    every 8 beyond; ``max_m`` always included."""
+    max_m = _validate.count("max_m", max_m, minimum=1)
+    points = set(range(1, min(max_m, _DENSE_UP_TO) + 1))
+    m = _DENSE_UP_TO
+    while m < max_m:
+        m += 2 if m < 12 else 4 if m < 32 else 8
+        points.add(min(m, max_m))
+    return tuple(sorted(points))
+
+
+@dataclass(frozen=True)
+class PassTiming:
+    """Fastest seconds of one pass per timed ``m`` (``m`` ascending, starting at 1)."""
+
+    m: tuple[int, ...]
+    seconds: tuple[float, ...]
+
+    def dense(self) -> np.ndarray:
+        """Seconds for ``m = 1..max(m)``, linearly interpolated between timed points."""
+        return np.interp(np.arange(1, self.m[-1] + 1), self.m, self.seconds)
+
+    def to_dict(self) -> dict:
+        return {"m": list(self.m), "seconds": list(self.seconds)}
+
+
+def time_passes(model: TokenModel, context: Sequence[int], max_m: int, repeats: int = 3,
+                warmup: int = 2, seed: int = 0) -> PassTiming:
+    """Fastest wall time of one pass of ``model`` feeding ``m`` fresh tokens after the cached
+    ``context``, for every ``m`` of :func:`grid` ``(max_m)`` (module docstring)."""
+    ms = grid(max_m)
+    repeats = _validate.count("repeats", repeats, minimum=1)
+    warmup = _validate.count("warmup", warmup)
+    ctx = [int(t) for t in context]
+    if not ctx:
+        raise ValueError("context must hold at least one token")
+    rng = random.Random(seed)
+    vocab = model.vocab_size
+
+    def fresh(m: int) -> list[int]:
+        return ctx + [rng.randrange(vocab) for _ in range(m)]
+
+    model.logits(ctx, 1)
+    for _ in range(warmup):
+        for m in ms:
+            model.logits(ctx, 1)
+            model.logits(fresh(m), m)
+    best = dict.fromkeys(ms, float("inf"))
+    for _ in range(repeats):
+        order = list(ms)
+        rng.shuffle(order)
+        for m in order:
+            model.logits(ctx, 1)  # back to the context (a cache crop), untimed
+            tokens = fresh(m)
+            start = time.perf_counter()
+            model.logits(tokens, m)
+            best[m] = min(best[m], time.perf_counter() - start)
+    return PassTiming(ms, tuple(best[m] for m in ms))
+
+
+def time_proposer(proposer: Proposer, context: Sequence[int], prompt_length: int, k: int,
+                  repeats: int = 5) -> float:
+    """Fastest seconds per proposed token of ``propose(context, prompt_length, k)``."""
+    k = _validate.count("k", k, minimum=1)
+    repeats = _validate.count("repeats", repeats, minimum=1)
+    ctx = [int(t) for t in context]
+    proposer.propose(ctx, prompt_length, k)
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        proposer.propose(ctx, prompt_length, k)
+        best = min(best, time.perf_counter() - start)
+    return best / k

@@ -1,0 +1,82 @@
+"""Model-set files with pass-cost curves (csd.models/2), and old csd.models/1 files."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from ewif import io
+from ewif.presets import load_preset, names
+
+CURVES = [[1.0, 1.02, 1.05, 1.09], [0.0227, 0.0231], [0.007], [0.0]]
+
+
+def curve_dict(**changes):
+    data = {
+        "schema": "csd.models/2",
+        "models": ["t", "b", "s", "m"],
+        "cost_curve": CURVES,
+        "alpha": [[None, 0.7, 0.6, 0.3], [None, None, 0.8, 0.4], [None, None, None, 0.5],
+                  [None, None, None, None]],
+    }
+    data.update(changes)
+    return data
+
+
+@pytest.mark.parametrize("suffix", [".json", ".yaml"])
+def test_round_trip_with_curves(tmp_path, suffix):
+    ms = io.ModelSet.from_dict(curve_dict())  # cost omitted: the curves' m = 1 values
+    assert ms.cost.tolist() == [1.0, 0.0227, 0.007, 0.0]
+    assert ms.cost_per_token.tolist() == [0, 0, 0, 0]
+    back = io.load(io.save(ms, tmp_path / f"set{suffix}"))
+    assert [c.tolist() for c in back.cost_curve] == CURVES
+    assert back.cost.tolist() == ms.cost.tolist()
+    assert back.pass_cost.at(0, 6) == pytest.approx(1.17)  # 1.09 + 2 * 0.04
+    assert back.to_dict()["schema"] == io.SCHEMA == "csd.models/2"
+
+
+def test_old_schema_reads_with_the_same_meaning(tmp_path):
+    ms = load_preset("flan-t5-ms")
+    data = ms.to_dict()
+    data["schema"] = "csd.models/1"
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps(data))
+    old = io.load(path)
+    assert old.cost_curve is None and old.pass_cost.kind == "affine"
+    assert old.cost.tolist() == ms.cost.tolist()
+    assert io.save(old, tmp_path / "new.json").read_text().count('"csd.models/2"') == 1
+    for name in names():  # the presets (csd.models/1 files) still read
+        assert load_preset(name).cost_curve is None
+
+
+@pytest.mark.parametrize(
+    ("changes", "match"),
+    [
+        ({"schema": "csd.models/1"}, r"cost_curve needs schema 'csd.models/2'"),
+        ({"schema": "csd.models/3"}, "schema must be one of"),
+        ({"cost": [1, 0.02, 0.007, 0]}, r"cost must equal the m = 1 values"),
+        ({"cost_per_token": [0, 0.01, 0, 0]}, "cost_per_token must be zero"),
+        ({"cost_curve": CURVES[:3]}, r"one curve per model \(4\), got 3"),
+        ({"cost_curve": [*CURVES[:3], []]}, r"cost_curve\[3\] \(model 3\) is empty"),
+        ({"cost_curve": [*CURVES[:3], [0, -1]]}, r"cost_curve\[3\] \(model 3\).*-1 at m = 2"),
+        ({"cost_curve": [[2.0], *CURVES[1:]]}, r"cost_curve\[0\]\[0\]"),
+    ],
+)
+def test_bad_curve_files(changes, match):
+    with pytest.raises(ValueError, match=match):
+        io.ModelSet.from_dict(curve_dict(**changes), source="f.json")
+    with pytest.raises(ValueError, match=r"^f\.json: "):
+        io.ModelSet.from_dict(curve_dict(**changes), source="f.json")
+
+
+def test_model_set_validates_curves_directly():
+    ms = load_preset("flan-t5-ms")
+    import dataclasses
+
+    with pytest.raises(ValueError, match="m = 1 values"):
+        dataclasses.replace(ms, cost_curve=(np.array([1.0]), np.array([0.5]), np.array([0.1]),
+                                            np.array([0.0])))
+    ok = dataclasses.replace(ms, cost_curve=tuple(np.array([c]) for c in ms.cost))
+    assert ok.pass_cost.kind == "curve" and ok.pass_cost.is_affine(0)

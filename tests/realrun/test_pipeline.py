@@ -1,0 +1,161 @@
+"""realrun.pipeline on tiny models: numerics selection, batch invariance, held-out split,
+the honest recommendation and divergence reports."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from ewif.io import ModelSet
+from realrun.invariance import batch_invariance
+from realrun.pipeline import (
+    NumericsTrial,
+    load_family,
+    measure_numerics,
+    realrun,
+    split_prompts,
+)
+from realrun.prompts import load_prompts
+from realrun.run import Recommendation, _Tally, divergences, recommend
+from simulate.tokens.sampling import Decoding
+
+
+@pytest.fixture(scope="module")
+def prompt_file(tmp_path_factory):
+    from realrun.tiny import PROMPT_TEXTS
+
+    path = tmp_path_factory.mktemp("prompts") / "p.jsonl"
+    path.write_text("".join(json.dumps({"prompt": t}) + "\n" for t in PROMPT_TEXTS))
+    return path
+
+
+class _Flipping:
+    """A TokenModel whose multi-position passes prefer token 1 where single passes prefer 0
+    (by a logit gap of 0.25): not batch-invariant at all."""
+
+    name, vocab_size = "flip", 4
+
+    def logits(self, tokens, n):
+        z = np.zeros((n, 4), dtype=np.float32)
+        z[:, 0 if n == 1 else 1] = 1.0
+        z[:, 1 if n == 1 else 0] = 0.75
+        return z
+
+
+def test_batch_invariance_detects_a_flipping_model_and_reports_the_gap():
+    texts = [([1, 2], [3, 3, 3, 3, 3, 3, 3, 3])]
+    inv = batch_invariance(_Flipping(), texts, m=4)
+    assert (inv.positions, inv.agreements, inv.rate) == (8, 0, 0.0)
+    assert inv.max_gap == pytest.approx(0.25)
+    assert batch_invariance(_Flipping(), texts, m=1).rate == 1.0  # m = 1 is single passes
+    assert batch_invariance(_Flipping(), texts, m=4, max_positions=4).positions == 4
+
+
+def test_float32_tiny_model_is_batch_invariant(tiny_models, tiny_prompts):
+    from realrun.hf_model import HFTokenModel
+
+    model = HFTokenModel(tiny_models["target"].model, "target")
+    texts = [(p[:4], p[4:]) for p in tiny_prompts]
+    inv = batch_invariance(model, texts, m=3)
+    assert inv.positions > 10 and inv.rate == 1.0 and inv.max_gap is None
+
+
+def test_split_is_disjoint_and_in_order(prompt_file):
+    measuring, held = split_prompts(str(prompt_file), 2, None)
+    every = load_prompts(str(prompt_file))
+    assert measuring == every[:2] and held == every[2:]
+    assert split_prompts(str(prompt_file), 1, 2)[1] == every[1:3]
+    with pytest.raises(ValueError, match="held-out"):
+        split_prompts(str(prompt_file), 4, None)
+
+
+def test_auto_numerics_measures_every_candidate_and_picks_the_fastest_eligible(
+        tiny_model_dirs, prompt_file):
+    measuring, _ = split_prompts(str(prompt_file), 2, None)
+    measured = measure_numerics(
+        [str(tiny_model_dirs["target"]), str(tiny_model_dirs["near"])], measuring, mag=True,
+        bigram=None, device="cpu", dtype="auto", threads="auto", max_new_tokens=6,
+        leniences=(1.0,), decoding=Decoding(), k_max=3, max_m=4, repeats=1, warmup=0,
+        progress=False)
+    trials = measured.trials
+    import os
+
+    assert {(t.dtype, t.threads) for t in trials} == {
+        (d, n) for d in ("float32", "bfloat16", "float16") for n in range(1, os.cpu_count() + 1)}
+    chosen = next(t for t in trials if (t.dtype, t.threads) ==
+                  (measured.family.dtype, measured.threads))
+    eligible = [t for t in trials if t.eligible]
+    assert chosen.eligible and chosen.predicted_tokens_per_s == max(
+        t.predicted_tokens_per_s for t in eligible)
+    assert all(t.eligible == (t.invariance.rate >= 0.99) for t in trials)
+    meta = measured.model_set.metadata
+    assert len(meta["numerics_trials"]) == len(trials) and meta["dtype"] == chosen.dtype
+    assert measured.model_set.cost_curve[0][0] == 1.0
+
+
+def test_realrun_runs_on_the_held_out_split_and_reports_the_decision(tiny_model_dirs,
+                                                                     prompt_file):
+    res = realrun([str(tiny_model_dirs["target"]), str(tiny_model_dirs["near"])], mag=True,
+                  prompts=str(prompt_file), measure_prompts=2, max_new_tokens=5,
+                  device="cpu", dtype="float32", threads=1, k_max=3, leniences=(1.0, 3.0),
+                  baselines=False, progress=False)
+    meta = res.metadata
+    assert res.prompts == 2
+    assert not set(meta["measuring_prompt_ids"]) & set(meta["held_out_prompt_ids"])
+    assert meta["recommendation"]["decision"] in ("speculative", "autoregressive")
+    errors = [m.prediction_error for m in res.methods if m.kind in ("sd", "csd")]
+    assert meta["median_prediction_error"] == pytest.approx(float(np.median(errors)))
+    assert meta["divergences"] == [] and set(meta["outputs_differing_from_AR"].values()) == {0}
+    assert meta["cpu"]["cores"] >= 1 and meta["dtype"] == "float32"
+
+
+def _model_set(drafter_cost: float, target_curve=(1.0, 1.9, 2.8)) -> ModelSet:
+    alpha = np.full((2, 2), np.nan)
+    alpha[0, 1] = 0.6
+    return ModelSet(models=("t", "d"), cost=np.array([1.0, drafter_cost]),
+                    cost_per_token=np.zeros(2), alpha={1.0: alpha},
+                    cost_curve=(np.array(target_curve), np.array([drafter_cost])))
+
+
+def test_recommendation_is_honest_when_nothing_beats_autoregressive():
+    slow = recommend(_model_set(0.9), k_max=4)
+    assert slow.decision == "autoregressive" and slow.ewif <= 1.0
+    assert slow.describe().startswith("on these costs, decode autoregressively; the best "
+                                      "speculative configuration is ")
+    assert recommend(_model_set(0.0), k_max=4).decision == "autoregressive"  # steep target
+    fast = recommend(_model_set(0.0, (1.0, 1.05, 1.1)), k_max=4)
+    assert fast.decision == "speculative" and fast.ewif > 1.0
+    assert isinstance(fast, Recommendation) and fast.to_dict()["decision"] == "speculative"
+
+
+def test_trial_prefers_autoregressive_throughput_when_nothing_wins():
+    slow = recommend(_model_set(0.9), k_max=2)
+    from realrun.invariance import Invariance
+
+    trial = NumericsTrial("float32", 1, 0.5, Invariance(4, 8, 8, None), slow, True)
+    assert trial.predicted_tokens_per_s == pytest.approx(1 / 0.5)  # AR: EWIF 1
+
+
+def test_divergences_report_the_first_differing_token_and_its_logit_gap():
+    class Target:
+        def logits(self, tokens, n):
+            z = np.zeros((n, 5))
+            z[:, 3], z[:, 4] = 2.0, 1.5
+            return z
+
+    ar, other = _Tally(outputs=[[1, 3, 2], [1, 2]]), _Tally(outputs=[[1, 4, 2], [1, 2]])
+    found = divergences(Target(), [[0], [0]], {"AR": ar, "X": other}, "AR")
+    assert found == [{"method": "X", "prompt": 0, "position": 1, "ar_token": 3,
+                      "method_token": 4, "logit_gap": pytest.approx(0.5)}]
+    short = divergences(Target(), [[0]], {"AR": _Tally(outputs=[[1, 3]]),
+                                          "Y": _Tally(outputs=[[1]])}, "AR")
+    assert short[0]["position"] == 1 and short[0]["logit_gap"] is None
+
+
+def test_load_family_bad_input(tiny_model_dirs):
+    with pytest.raises(ValueError, match="needs Max-Gram"):
+        load_family([str(tiny_model_dirs["target"])], bigram="x.npz")
+    with pytest.raises(ValueError, match="at least two models"):
+        load_family([str(tiny_model_dirs["target"])])
