@@ -35,7 +35,8 @@ import torch
 from tqdm.auto import tqdm
 from transformers import PreTrainedTokenizerBase
 
-from ewif import _validate
+from ewif import _validate, explain
+from ewif.cascade import Cascade
 from ewif.io import ModelSet
 from ewif.results import Results
 from realrun.bigram import BigramTable
@@ -50,6 +51,9 @@ from simulate.tokens.interface import Proposer, TokenModel
 from simulate.tokens.sampling import Decoding
 
 CPU_DTYPES = ("float32", "bfloat16", "float16")
+#: Inference engines a family can run on: transformers (hub ids, directories, GGUF files
+#: dequantized) or llama.cpp (GGUF files as stored, :mod:`realrun.llamacpp_model`).
+BACKENDS = ("transformers", "llama.cpp")
 _CPU_FLAGS = ("avx2", "avx512f", "avx512_bf16", "avx512_fp16", "amx_bf16", "amx_fp16")
 
 
@@ -61,6 +65,7 @@ class Family:
     tokenizer: PreTrainedTokenizerBase
     dtype: str
     device: str
+    backend: str = "transformers"
 
     @property
     def names(self) -> list[str]:
@@ -73,27 +78,40 @@ class Family:
 
 def load_family(sources: Sequence[str], *, mag: bool = False, bigram: str | None = None,
                 device: str = "auto", dtype: str = "auto",
-                names: Sequence[str] | None = None) -> Family:
-    """Load ``sources`` (target first; hub ids in the local cache, directories or ``.gguf``),
+                names: Sequence[str] | None = None, backend: str = "transformers") -> Family:
+    """Load ``sources`` (target first; hub ids in the local cache, directories or ``.gguf``;
+    ``backend="llama.cpp"``: ``.gguf`` files only, weights as stored, ``dtype="auto"``),
     check they share one vocabulary, and append Max-Gram when ``mag`` (bigram fallback from
     ``bigram``, an ``.npz`` table, else counted over the shipped prompts)."""
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
     if not sources:
         raise ValueError("give at least one model (the target)")
     if bigram is not None and not mag:
         raise ValueError("a bigram table needs Max-Gram (mag=True / --mag)")
     if names is not None and len(names) != len(sources):
         raise ValueError(f"names must name each of the {len(sources)} sources, got {names}")
-    loaded = [load_model(s, device=device, dtype=dtype, name=None if names is None else names[i])
-              for i, s in enumerate(sources)]
+    if backend == "llama.cpp":
+        from realrun.llamacpp_model import load_gguf_models
+
+        loaded, tokenizer = load_gguf_models(sources, names=names, device=device, dtype=dtype)
+        chain: list[TokenModel | Proposer] = list(loaded)
+        dtype_name, device_name = f"gguf:{loaded[0].file_type}", "cpu"
+    else:
+        loaded = [load_model(s, device=device, dtype=dtype,
+                             name=None if names is None else names[i])
+                  for i, s in enumerate(sources)]
+        check_shared_vocabulary({m.name: m.tokenizer for m in loaded})
+        tokenizer = loaded[0].tokenizer
+        chain = [HFTokenModel(m.model, m.name) for m in loaded]
+        dtype_name = str(loaded[0].dtype).removeprefix("torch.")
+        device_name = str(loaded[0].device)
     if len({m.name for m in loaded}) != len(loaded):
         raise ValueError(f"models must be distinct, got names {[m.name for m in loaded]}")
-    check_shared_vocabulary({m.name: m.tokenizer for m in loaded})
     widths = {m.vocab_size for m in loaded}
     if len(widths) != 1:
         raise ValueError("models share a tokenizer but not the logit width: "
                          + ", ".join(f"{m.name}={m.vocab_size}" for m in loaded))
-    tokenizer = loaded[0].tokenizer
-    chain: list[TokenModel | Proposer] = [HFTokenModel(m.model, m.name) for m in loaded]
     if mag:
         table = (BigramTable.load(bigram, tokenizer) if bigram else
                  BigramTable.from_corpus([p.text for p in load_prompts("all")], tokenizer,
@@ -101,8 +119,15 @@ def load_family(sources: Sequence[str], *, mag: bool = False, bigram: str | None
         chain.append(MaxGram(table))
     if len(chain) < 2:
         raise ValueError("give at least two models (target and a drafter), or one and --mag")
-    return Family(chain, tokenizer, str(loaded[0].dtype).removeprefix("torch."),
-                  str(loaded[0].device))
+    return Family(chain, tokenizer, dtype_name, device_name, backend)
+
+
+def set_threads(family: Family, threads: int) -> None:
+    """Use ``threads`` CPU threads: torch's, and every llama.cpp model's of the family."""
+    torch.set_num_threads(threads)
+    for m in family.chain:
+        if hasattr(m, "set_threads"):
+            m.set_threads(threads)
 
 
 def split_prompts(prompts: str, measure_prompts: int, limit: int | None, *,
@@ -183,13 +208,13 @@ def _measure_family(family: Family, measuring: list[list[int]], *, threads: Sequ
     """α once, then per thread count the cost curves, batch invariance and recommendation."""
     names = check_models(family.chain)
     eos = family.tokenizer.eos_token_id
-    torch.set_num_threads(max(threads))
+    set_threads(family, max(threads))
     acceptance = measure_acceptance(family.chain, measuring, max_new_tokens=max_new_tokens,
                                     leniences=leniences, decoding=decoding, eos_token_id=eos,
                                     progress=progress)
     out = []
     for t in threads:
-        torch.set_num_threads(t)
+        set_threads(family, t)
         costs = measure_costs(family.chain, acceptance.contexts[0], max_m=max_m,
                               repeats=repeats, warmup=warmup, progress=progress)
         invariance = batch_invariance(family.chain[0], acceptance.contexts, m=4,
@@ -208,24 +233,27 @@ def measure_numerics(sources: Sequence[str], measuring: list[Prompt], *, mag: bo
                      max_new_tokens: int, leniences: Sequence[float], decoding: Decoding,
                      k_max: int, max_m: int | None = None, repeats: int = 3, warmup: int = 2,
                      min_agreement: float = 0.99, invariance_positions: int = 48,
-                     names: Sequence[str] | None = None, progress: bool = True) -> Measured:
+                     names: Sequence[str] | None = None, progress: bool = True,
+                     backend: str = "transformers") -> Measured:
     """Measure the family on the measuring split, choosing dtype and threads when ``"auto"``
-    on a CPU (module docstring); returns the family loaded in the chosen numerics."""
+    on a CPU (module docstring; the llama.cpp backend has one dtype, the GGUF's own, and
+    runs on the CPU); returns the family loaded in the chosen numerics."""
     min_agreement = _validate.probability("min_agreement", min_agreement)
     max_m = 2 * k_max if max_m is None else _validate.count("max_m", max_m, minimum=1)
-    on_cpu = select_device(device).type == "cpu"
+    on_cpu = backend == "llama.cpp" or select_device(device).type == "cpu"
     if threads == "auto":
         cores = os.cpu_count() or 1
         counts = tuple(range(1, cores + 1)) if on_cpu else (torch.get_num_threads(),)
     else:
         counts = (_validate.count("threads", threads, minimum=1),)
-    dtypes = CPU_DTYPES if (dtype == "auto" and on_cpu) else (dtype,)
+    dtypes = CPU_DTYPES if (dtype == "auto" and on_cpu and backend == "transformers") else (
+        dtype,)
     best: tuple[NumericsTrial, ModelSet, Family] | None = None
     trials: list[NumericsTrial] = []
     for name in tqdm(dtypes, desc="numerics", unit="dtype", disable=not progress or
                      len(dtypes) == 1):
         family = load_family(sources, mag=mag, bigram=bigram, device=device, dtype=name,
-                             names=names)
+                             names=names, backend=backend)
         ids = [encode(p, family.tokenizer) for p in measuring]
         for trial, model_set in _measure_family(
                 family, ids, threads=counts, max_new_tokens=max_new_tokens, leniences=leniences,
@@ -239,7 +267,7 @@ def measure_numerics(sources: Sequence[str], measuring: list[Prompt], *, mag: bo
         gc.collect()
     assert best is not None
     trial, model_set, family = best
-    torch.set_num_threads(trial.threads)
+    set_threads(family, trial.threads)
     if len(trials) == 1:
         trials = []
     meta = {**model_set.metadata, "numerics_trials": [t.to_dict() for t in trials],
@@ -281,25 +309,28 @@ def realrun(
     baselines: bool = True,
     family_label: str | None = None,
     progress: bool = True,
+    backend: str = "transformers",
 ) -> Results:
     """Measure on the measuring split (or take ``model_set``), recommend, and run every
     method on the held-out split (module docstring). ``K``/``lenience`` give the cascade
-    instead of the recommendation (``K`` over all models, target first)."""
+    instead of the recommendation (``K`` over all models, target first). ``backend``: see
+    :func:`load_family`; on llama.cpp the transformers baselines (hf-*) are left out and AR
+    is the cascade decoder with the target alone."""
     decoding = Decoding() if decoding is None else decoding
     measuring, held = split_prompts(prompts, measure_prompts, limit)
     if model_set is None:
         measured = measure_numerics(sources, measuring, mag=mag, bigram=bigram, device=device,
                                     dtype=dtype, threads=threads, max_new_tokens=max_new_tokens,
                                     leniences=leniences, decoding=decoding, k_max=k_max,
-                                    names=names, progress=progress)
+                                    names=names, progress=progress, backend=backend)
         family, model_set = measured.family, measured.model_set
     else:
         if dtype == "auto" or threads == "auto":
             raise ValueError("a pre-measured model set needs the numerics it was measured with: "
                              "give dtype and threads (--dtype, --threads) explicitly")
-        torch.set_num_threads(_validate.count("threads", threads, minimum=1))
         family = load_family(sources, mag=mag, bigram=bigram, device=device, dtype=dtype,
-                             names=names)
+                             names=names, backend=backend)
+        set_threads(family, _validate.count("threads", threads, minimum=1))
         if tuple(model_set.models) != tuple(family.names):
             raise ValueError(f"the model set describes models {list(model_set.models)}, but "
                              f"the run loaded {family.names}")
@@ -314,7 +345,7 @@ def realrun(
     methods = default_methods(model_set, family.neural, csd=csd, k_max=k_max)
     if not baselines:
         methods = [m for m in methods if m.kind in ("autoregressive", "csd")]
-    if not decoding.greedy:
+    if not decoding.greedy or family.backend != "transformers":
         methods = [m for m in methods if not m.kind.startswith("hf-")]
     ids = [encode(p, family.tokenizer) for p in held]
     results = run(methods, {m.name: m for m in family.chain}, ids, model_set=model_set,
@@ -326,10 +357,14 @@ def realrun(
             "measuring_prompt_ids": [p.id for p in measuring],
             "held_out_prompt_ids": [p.id for p in held[: results.prompts]],
             "dtype": family.dtype, "threads": torch.get_num_threads(),
+            "backend": family.backend,
             "cpu": cpu_description(),
             "median_prediction_error": median_prediction_error(results)}
     if rec is not None:
-        meta["recommendation"] = {**rec.to_dict(), "describe": rec.describe()}
+        cascade = Cascade.from_model_set(model_set, rec.method.models, np.array(rec.method.K),
+                                         rec.method.lenience)
+        meta["recommendation"] = {**rec.to_dict(), "describe": rec.describe(),
+                                  "review_sizes": explain.review_sizes(cascade)}
     return replace(results, metadata=meta)
 
 

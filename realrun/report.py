@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ewif import explain
 from ewif.io import ModelSet
 from ewif.results import Results
 
@@ -43,9 +44,8 @@ def format_results(results: Results) -> str:
         rows.append(f"median |predicted/measured - 1| over sd/csd methods: {100 * median:.1f}%")
     rec = results.metadata.get("recommendation")
     if rec:
-        rows.append(rec["describe"] if "describe" in rec else
-                    f"recommendation: {rec['decision']} (best speculative "
-                    f"{rec['best_speculative']} at {rec['predicted_ewif']:.3f}x)")
+        rows.append(rec["describe"])
+        rows.extend(explain.review_lines(rec["review_sizes"]))
     diff = results.metadata.get("outputs_differing_from_AR")
     if diff:
         rows.append("prompts whose output differs from AR: "

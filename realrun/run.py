@@ -5,7 +5,7 @@ same ``max_new_tokens`` and EOS:
 
 * ``autoregressive`` — the target alone through transformers' ``generate`` (the reference;
   with sampling, our decoder with an empty K, because transformers' sampler draws other
-  random numbers);
+  random numbers; on the llama.cpp backend always our decoder with an empty K);
 * ``sd`` — plain speculative decoding with one drafter and budget ``k`` (our
   :class:`~simulate.tokens.cascade.CascadeDecoder`, ``K = [[k]]``);
 * ``csd`` — a cascade ``models``/``K``/``lenience`` (given, or recommended by
@@ -45,18 +45,21 @@ from dataclasses import dataclass, field
 import numpy as np
 from tqdm.auto import tqdm
 
-from ewif import _validate
+from ewif import _validate, explain
 from ewif.cascade import Cascade
 from ewif.io import ModelSet
 from ewif.optimize import optimize, search_space
 from ewif.results import MethodResult, Results, with_speedups
 from realrun.baselines import hf_generate
 from realrun.hf_model import HFTokenModel
+from realrun.llamacpp_model import LlamaCppTokenModel
 from simulate.tokens.cascade import CascadeDecoder, CascadeStats
 from simulate.tokens.interface import Proposer
 from simulate.tokens.sampling import Decoding
 
 KINDS = ("autoregressive", "sd", "csd", "hf-assisted", "hf-prompt-lookup")
+#: Neural models that count their passes (prefilled before the clock, priced per pass size).
+_COUNTED = (HFTokenModel, LlamaCppTokenModel)
 
 
 @dataclass(frozen=True)
@@ -113,13 +116,12 @@ class Recommendation:
 
     @property
     def decision(self) -> str:
-        return "speculative" if self.ewif > 1.0 else "autoregressive"
+        return explain.decision(self.ewif)
 
     def describe(self) -> str:
         if self.decision == "speculative":
             return f"recommended: {self.method.name} at {self.ewif:.3f}x (ewif)"
-        return (f"on these costs, decode autoregressively; the best speculative configuration "
-                f"is {self.method.name} at {self.ewif:.3f}x")
+        return explain.autoregressive_line(self.method.name, self.ewif)
 
     def to_dict(self) -> dict:
         return {"decision": self.decision, "best_speculative": self.method.name,
@@ -218,7 +220,7 @@ def run(
         if m.kind.startswith("hf-") and not decoding.greedy:
             raise ValueError(f"method {m.name!r} ({m.kind}) is run greedy only; "
                              "use temperature 0 or drop it")
-        if m.kind.startswith("hf-") or (m.kind == "autoregressive" and decoding.greedy):
+        if m.kind.startswith("hf-"):
             for name in m.models:
                 if not isinstance(models[name], HFTokenModel):
                     raise ValueError(f"method {m.name!r} needs a transformers model, but "
@@ -297,13 +299,14 @@ def _run_one(m: Method, models, model_set: ModelSet, prompt: list[int], max_new_
     """(tokens, seconds, counted standardized cost, {model: (passes, positions)}, stats or
     None) of one method on one prompt."""
     target = models[m.models[0]]
-    if m.kind.startswith("hf-") or (m.kind == "autoregressive" and decoding.greedy):
+    if m.kind.startswith("hf-") or (m.kind == "autoregressive" and decoding.greedy
+                                    and isinstance(target, HFTokenModel)):
         assistant = models[m.models[1]].model if m.kind == "hf-assisted" else None
         g = hf_generate(target.model, prompt, max_new_tokens, eos,
                         assistant_model=assistant, prompt_lookup_num_tokens=m.k)
         return g.tokens, g.seconds, 0.0, {}, None
     chain = [models[name] for name in m.models]
-    neural = [x for x in chain if isinstance(x, HFTokenModel)]
+    neural = [x for x in chain if isinstance(x, _COUNTED)]
     for x in neural:  # prefill outside the clock
         x.logits(prompt, 1)
         x.reset_counters()
@@ -317,7 +320,7 @@ def _run_one(m: Method, models, model_set: ModelSet, prompt: list[int], max_new_
     cost, counted = 0.0, {}
     for i, (name, x) in enumerate(zip(m.models, chain, strict=True)):
         j = model_set.index(name)
-        if isinstance(x, HFTokenModel):
+        if isinstance(x, _COUNTED):
             counted[name] = (x.passes, x.tokens_fed)
             sizes = np.array(sorted(x.pass_sizes))
             if sizes.size:

@@ -2,7 +2,7 @@
 
 When the configuration does not beat autoregressive decoding (EWIF <= 1) the output says
 so (``"decision"`` in ``--json``); with measured pass-cost curves it lists the review
-sizes ``m`` each model's passes use and their cost (:mod:`ewif.commands.explain`).
+sizes ``m`` each model's passes use and their cost (:mod:`ewif.explain`).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from ewif import io, limits
     from ewif.cascade import Cascade
-    from ewif.commands.explain import decision, review_lines, review_sizes
+    from ewif.explain import decision, review_lines, review_sizes
     from ewif.report import table
 
     ms = io.load(args.file)

@@ -8,7 +8,7 @@ at every lenience; otherwise (``--space full``) every upper-triangular K with en
 When no configuration beats autoregressive decoding (best EWIF <= 1) the output says so
 plainly (``"decision": "autoregressive"`` in ``--json``). With measured pass-cost curves
 in the model set it also says which review sizes ``m`` the recommendation uses and what
-they cost (:mod:`ewif.commands.explain`).
+they cost (:mod:`ewif.explain`).
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ def load_source(args: argparse.Namespace):
 
 def run(args: argparse.Namespace) -> int:
     from ewif import limits
-    from ewif.commands.explain import decision, review_sizes
+    from ewif.explain import decision, review_sizes
     from ewif.optimize import best_sd, optimize, search_space
 
     ms, where = load_source(args)
@@ -132,7 +132,7 @@ def _plots(result, casc, ms, paths, k_max) -> list[Path]:
 
 
 def _human(out: dict, best, sd) -> str:
-    from ewif.commands.explain import autoregressive_line, review_lines
+    from ewif.explain import autoregressive_line, review_lines
     from ewif.report import table
 
     rec = out["recommended"]

@@ -7,8 +7,9 @@ Example::
     csd recommend --from measured.json
 
 Models are hub ids already in the local cache, local directories or ``.gguf`` files
-(converted once); the first is the target, then drafters largest first; ``--mag`` appends
-Max-Gram (bigram fallback from ``--bigram FILE``, else counted over the shipped prompts).
+(converted once; with ``--backend llama.cpp`` ``.gguf`` files run as stored by llama.cpp);
+the first is the target, then drafters largest first; ``--mag`` appends Max-Gram (bigram
+fallback from ``--bigram FILE``, else counted over the shipped prompts).
 With ``--dtype auto``/``--threads auto`` on a CPU every candidate dtype and thread count is
 measured and the one with the highest predicted throughput among batch-invariant ones is
 written (see :mod:`realrun.pipeline`).
@@ -50,6 +51,10 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--threads", type=threads_arg, default="auto",
                         help="torch CPU threads: auto (measured) or a number")
     parser.add_argument("--k-max", type=int, default=12, help="largest K entry searched")
+    parser.add_argument("--backend", choices=("transformers", "llama.cpp"),
+                        default="transformers",
+                        help="inference engine: transformers, or llama.cpp (.gguf files as "
+                             "stored; needs the llamacpp extra)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
 
@@ -84,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
         args.models, measuring, mag=args.mag, bigram=args.bigram, device=args.device,
         dtype=args.dtype, threads=args.threads, max_new_tokens=args.max_new_tokens,
         leniences=args.leniences, decoding=decoding_of(args), k_max=args.k_max,
-        max_m=args.max_m, repeats=args.repeats, warmup=args.warmup)
+        max_m=args.max_m, repeats=args.repeats, warmup=args.warmup, backend=args.backend)
     model_io.save(measured.model_set, args.output)
     if args.json:
         print(json.dumps(measured.model_set.to_dict(), indent=2))

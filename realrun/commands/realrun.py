@@ -69,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
         max_new_tokens=args.max_new_tokens, decoding=decoding_of(args), device=args.device,
         dtype=args.dtype, threads=args.threads, k_max=args.k_max,
         model_set=model_io.load(args.model_set) if args.model_set else None, K=K,
-        lenience=args.lenience, baselines=not args.no_baselines)
+        lenience=args.lenience, baselines=not args.no_baselines, backend=args.backend)
     if args.output:
         results_io.save(results, args.output)
     if args.plot:

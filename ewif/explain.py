@@ -1,6 +1,6 @@
-"""Plain-language parts of ``csd recommend`` / ``csd evaluate``: the decision and review sizes.
+"""Plain-language parts of a recommendation: the decision and the review sizes.
 
-Not a command (no entry point): helpers the two commands share.
+Shared by ``csd recommend``, ``csd evaluate`` and ``csd realrun`` (:mod:`realrun.run`).
 
 * **Decision.** EWIF is in units of autoregressive decoding (EWIF 1), so a configuration
   is only worth running when its EWIF exceeds 1; otherwise the honest answer is "decode

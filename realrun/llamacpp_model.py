@@ -1,0 +1,302 @@
+"""A llama.cpp model (a GGUF file) as a :class:`simulate.tokens.interface.TokenModel`.
+
+Built on llama-cpp-python's C API (``llama_cpp.llama_cpp``, version 0.3.36: ``llama_batch``,
+``llama_decode``, ``llama_get_logits`` and the memory API ``llama_memory_seq_rm``), so one
+call is exactly one ``llama_decode`` over the fed positions. ``logits(tokens, n)`` follows
+the interface's cache contract with llama.cpp's KV cache (one sequence, id 0) holding the
+keys/values of ``cached`` (the tokens last fed):
+
+1. ``p`` = length of the longest common prefix of ``tokens`` and ``cached``, capped at
+   ``len(tokens) - n`` (the last ``n`` positions are always re-fed: their logits are
+   returned);
+2. rollback: remove positions ``p..`` of the sequence from the cache
+   (``llama_memory_seq_rm(mem, 0, p, -1)``; when the memory cannot remove a tail, e.g. a
+   recurrent model, the cache is cleared and everything is re-fed);
+3. one ``llama_decode`` of a batch holding ``tokens[p:]`` at positions ``p..``, logits
+   requested for the last ``n`` only; those ``n x V`` float32 scores are copied out.
+
+The weights are the GGUF's own (any quantization llama.cpp reads); the KV cache has
+llama.cpp's default type (float16), as ``llama-cli`` runs it. Counters: ``passes``,
+``tokens_fed``, ``pass_sizes`` (passes by positions ``m``) and an optional
+``timing_hook(fed, seconds)`` with the wall time of every decode (+ copy of the scores),
+as :class:`realrun.hf_model.HFTokenModel`.
+
+Prompts are encoded by the transformers tokenizer of the same GGUF (:func:`gguf_tokenizer`,
+built from the file's metadata — vocabulary, merges, special tokens and chat template —
+without loading any weights), so both backends see the same token ids for the same prompt.
+:func:`load_gguf_models` loads a family.
+
+``llama_cpp`` is imported lazily (the optional extra ``llamacpp``), so this module imports
+without it.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from ewif import _validate
+
+TimingHook = Callable[[int, float], None]
+_ERROR_LEVEL = 3  # ggml_log_level GGML_LOG_LEVEL_ERROR
+_state: dict = {}
+
+
+def _lib():
+    """The ``llama_cpp`` C API module, with the backend initialised and logging reduced to
+    errors (llama.cpp prints every load step otherwise)."""
+    if "lib" not in _state:
+        try:
+            import llama_cpp
+        except ImportError as exc:
+            raise ImportError(
+                "the llama.cpp backend needs llama-cpp-python: pip install -e '.[llamacpp]' "
+                "(it compiles llama.cpp; see README, 'llama.cpp backend')") from exc
+
+        @llama_cpp.llama_log_callback
+        def quiet(level: int, text: bytes, user_data: ctypes.c_void_p) -> None:
+            if level == _ERROR_LEVEL:
+                os.write(2, text)
+
+        llama_cpp.llama_log_set(quiet, ctypes.c_void_p(0))
+        llama_cpp.llama_backend_init()
+        _state["log"] = quiet  # keep the callback alive
+        _state["lib"] = llama_cpp
+    return _state["lib"]
+
+
+class LlamaCppTokenModel:
+    """``TokenModel`` over a llama.cpp model loaded from a GGUF file (batch size 1).
+
+    ``n_ctx``: positions the KV cache holds (longest ``tokens``); ``max_outputs``: the most
+    logit rows one call may return (``n``; llama.cpp reserves ``max_outputs x V`` floats);
+    ``n_threads``/``n_threads_batch``: llama.cpp's threads for one-token and batched
+    decodes (default: all cores).
+    """
+
+    def __init__(
+        self,
+        path: str | Path,
+        name: str | None = None,
+        *,
+        n_ctx: int = 4096,
+        max_outputs: int = 512,
+        n_threads: int | None = None,
+        n_threads_batch: int | None = None,
+        timing_hook: TimingHook | None = None,
+    ) -> None:
+        path = Path(path).expanduser()
+        if not path.is_file():
+            raise FileNotFoundError(f"GGUF file {str(path)!r} does not exist")
+        if name is not None and (not isinstance(name, str) or not name):
+            raise ValueError(f"name must be a non-empty string, got {name!r}")
+        self.n_ctx = _validate.count("n_ctx", n_ctx, minimum=1)
+        self.max_outputs = _validate.count("max_outputs", max_outputs, minimum=1)
+        lib = _lib()
+        self._lib = lib
+        self.path = path
+        self.name = name or path.name
+        mparams = lib.llama_model_default_params()
+        mparams.n_gpu_layers = 0
+        model = lib.llama_model_load_from_file(str(path).encode(), mparams)
+        if not model:
+            raise ValueError(f"llama.cpp could not load {str(path)!r} (not a GGUF model "
+                             "file it supports)")
+        self._model = model
+        self._vocab = lib.llama_model_get_vocab(model)
+        self.vocab_size = int(lib.llama_vocab_n_tokens(self._vocab))
+        buf = ctypes.create_string_buffer(256)
+        lib.llama_model_desc(model, buf, len(buf))
+        self.description = buf.value.decode(errors="replace")
+        cores = os.cpu_count() or 1
+        threads = cores if n_threads is None else _validate.count("n_threads", n_threads,
+                                                                  minimum=1)
+        batch_threads = threads if n_threads_batch is None else _validate.count(
+            "n_threads_batch", n_threads_batch, minimum=1)
+        cparams = lib.llama_context_default_params()
+        cparams.n_ctx = self.n_ctx
+        cparams.n_batch = self.n_ctx  # any pass fits one llama_decode
+        cparams.n_seq_max = 1
+        cparams.n_outputs_max = min(self.max_outputs, self.n_ctx)
+        cparams.n_threads = threads
+        cparams.n_threads_batch = batch_threads
+        cparams.no_perf = True
+        ctx = lib.llama_init_from_model(model, cparams)
+        if not ctx:
+            lib.llama_model_free(model)
+            self._model = None
+            raise ValueError(f"llama.cpp could not create a context for {str(path)!r} "
+                             f"(n_ctx={self.n_ctx})")
+        self._ctx = ctx
+        self._memory = lib.llama_get_memory(ctx)
+        self._batch = lib.llama_batch_init(self.n_ctx, 0, 1)
+        self.n_threads, self.n_threads_batch = threads, batch_threads
+        self.timing_hook = timing_hook
+        self.passes = 0
+        self.tokens_fed = 0
+        self.pass_sizes: Counter[int] = Counter()
+        self._cached: list[int] = []
+
+    @property
+    def file_type(self) -> str:
+        """The weights' storage type as llama.cpp describes the model (e.g. ``Q8_0``)."""
+        return self.description.rsplit(" ", 1)[-1]
+
+    def set_threads(self, n_threads: int, n_threads_batch: int | None = None) -> None:
+        """Use ``n_threads`` for one-token decodes and ``n_threads_batch`` (default the same)
+        for batched ones, from the next call on."""
+        threads = _validate.count("n_threads", n_threads, minimum=1)
+        batch = threads if n_threads_batch is None else _validate.count(
+            "n_threads_batch", n_threads_batch, minimum=1)
+        self._lib.llama_set_n_threads(self._ctx, threads, batch)
+        self.n_threads, self.n_threads_batch = threads, batch
+
+    def logits(self, tokens: Sequence[int], n: int) -> np.ndarray:
+        """Float32 array ``(n, vocab_size)``: scores after each of the last ``n`` prefixes."""
+        ids = [int(t) for t in tokens]
+        n = _validate.count("n", n, minimum=1)
+        if n > len(ids):
+            raise ValueError(f"n must be in [1, len(tokens)={len(ids)}], got {n}")
+        if n > self.max_outputs:
+            raise ValueError(f"n must be at most max_outputs={self.max_outputs} for model "
+                             f"{self.name!r}, got {n}")
+        if len(ids) > self.n_ctx:
+            raise ValueError(f"tokens must hold at most n_ctx={self.n_ctx} ids for model "
+                             f"{self.name!r}, got {len(ids)}")
+        bad = [t for t in ids if not 0 <= t < self.vocab_size]
+        if bad:
+            raise ValueError(
+                f"tokens must be ids in [0, {self.vocab_size - 1}] for model {self.name!r}, "
+                f"got {bad[0]}"
+            )
+        keep = self._rollback(ids, len(ids) - n)
+        fed = ids[keep:]
+        start = time.perf_counter()
+        self._decode(fed, keep, n)
+        rows = np.ctypeslib.as_array(self._lib.llama_get_logits(self._ctx),
+                                     shape=(n, self.vocab_size))
+        scores = np.array(rows, dtype=np.float32)
+        seconds = time.perf_counter() - start
+        self._cached = ids
+        self.passes += 1
+        self.tokens_fed += len(fed)
+        self.pass_sizes[len(fed)] += 1
+        if self.timing_hook is not None:
+            self.timing_hook(len(fed), seconds)
+        return scores
+
+    @property
+    def cached_length(self) -> int:
+        """Number of positions whose keys/values are in the cache."""
+        return len(self._cached)
+
+    def reset(self) -> None:
+        """Drop the KV cache (the next call starts from scratch)."""
+        self._lib.llama_memory_clear(self._memory, True)
+        self._cached = []
+
+    def reset_counters(self) -> None:
+        """Zero ``passes``, ``tokens_fed`` and ``pass_sizes``."""
+        self.passes = 0
+        self.tokens_fed = 0
+        self.pass_sizes = Counter()
+
+    def close(self) -> None:
+        """Free the batch, the context and the model (the object is unusable after)."""
+        if getattr(self, "_ctx", None):
+            self._lib.llama_batch_free(self._batch)
+            self._lib.llama_free(self._ctx)
+            self._ctx = None
+        if getattr(self, "_model", None):
+            self._lib.llama_model_free(self._model)
+            self._model = None
+
+    def __del__(self) -> None:
+        self.close()
+
+    def _rollback(self, ids: list[int], limit: int) -> int:
+        """Keep the cache of the longest common prefix (at most ``limit``); return its length."""
+        keep = _common_prefix(self._cached, ids, limit)
+        if keep < len(self._cached) and (
+                keep == 0 or not self._lib.llama_memory_seq_rm(self._memory, 0, keep, -1)):
+            self.reset()
+            return 0
+        return keep
+
+    def _decode(self, fed: list[int], start: int, n: int) -> None:
+        """One ``llama_decode`` of ``fed`` at positions ``start..``; logits for the last n."""
+        batch = self._batch
+        m = len(fed)
+        batch.n_tokens = m
+        first_out = m - n
+        for i, t in enumerate(fed):
+            batch.token[i] = t
+            batch.pos[i] = start + i
+            batch.n_seq_id[i] = 1
+            batch.seq_id[i][0] = 0
+            batch.logits[i] = i >= first_out
+        code = self._lib.llama_decode(self._ctx, batch)
+        if code != 0:
+            self.reset()
+            raise RuntimeError(f"llama_decode of {m} positions failed for model {self.name!r} "
+                               f"(code {code})")
+
+
+def _common_prefix(a: list[int], b: list[int], limit: int) -> int:
+    """Length of the longest common prefix of ``a`` and ``b``, at most ``limit``."""
+    m = min(len(a), len(b), limit)
+    if m <= 0:
+        return 0
+    diff = np.flatnonzero(np.asarray(a[:m]) != np.asarray(b[:m]))
+    return int(diff[0]) if diff.size else m
+
+
+def gguf_tokenizer(path: str | Path):
+    """The transformers tokenizer transformers builds from a GGUF file's metadata (tokens,
+    merges, special tokens, chat template); no weights are read."""
+    from transformers import AutoTokenizer
+
+    path = Path(path).expanduser()
+    if not path.is_file():
+        raise FileNotFoundError(f"GGUF file {str(path)!r} does not exist")
+    return AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name,
+                                         local_files_only=True)
+
+
+def load_gguf_models(sources: Sequence[str], *, names: Sequence[str] | None = None,
+                     device: str = "auto", dtype: str = "auto",
+                     n_threads: int | None = None) -> tuple[list[LlamaCppTokenModel], object]:
+    """``(models, tokenizer)`` of ``.gguf`` files for the llama.cpp backend: the weights as
+    stored (``dtype`` must be ``"auto"``), on the CPU (``device`` ``"auto"`` or ``"cpu"``);
+    the tokenizer is the target's (:func:`gguf_tokenizer`), checked to be every model's and
+    to agree with llama.cpp's EOS."""
+    from realrun.loading import check_shared_vocabulary
+
+    if dtype != "auto":
+        raise ValueError(f"the llama.cpp backend runs a GGUF's weights as stored: dtype must "
+                         f"be 'auto', got {dtype!r}")
+    if device not in ("auto", "cpu"):
+        raise ValueError(f"the llama.cpp backend runs on the CPU: device must be 'auto' or "
+                         f"'cpu', got {device!r}")
+    for s in sources:
+        if Path(s).suffix.lower() != ".gguf":
+            raise ValueError(f"the llama.cpp backend loads .gguf files, got {s!r}")
+    tokenizers = {}
+    models = []
+    for i, s in enumerate(sources):
+        model = LlamaCppTokenModel(s, None if names is None else names[i], n_threads=n_threads)
+        models.append(model)
+        tokenizers[model.name] = gguf_tokenizer(s)
+    check_shared_vocabulary(tokenizers)
+    tokenizer = tokenizers[models[0].name]
+    eos = _state["lib"].llama_vocab_eos(models[0]._vocab)
+    if tokenizer.eos_token_id is not None and tokenizer.eos_token_id != eos:
+        raise ValueError(f"the tokenizer's EOS id {tokenizer.eos_token_id} differs from "
+                         f"llama.cpp's {eos} for {sources[0]!r}")
+    return models, tokenizer
