@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# Build llama.cpp's own example programs (llama-simple, llama-speculative-simple,
-# llama-lookup) from the source vendored in the llama-cpp-python sdist, once, into
+# Build llama.cpp's own programs (llama-completion: plain decoding; llama-speculative-simple:
+# draft-model and n-gram speculation; llama-lookup: n-gram cache lookup decoding) from the
+# source vendored in the llama-cpp-python sdist, with -DGGML_NATIVE=ON, once, into
 # ${CSD_CACHE:-$HOME/.cache/csd}/llamacpp-bin/<version>/; reuse them when present.
 # Prints the directory holding the binaries. Used by benchmarks/peer_llamacpp.py.
 set -euo pipefail
 VERSION="${LLAMACPP_VERSION:-0.3.36}"
 CACHE="${CSD_CACHE:-$HOME/.cache/csd}"
 OUT="$CACHE/llamacpp-bin/$VERSION"
-TARGETS=(llama-simple llama-speculative-simple llama-lookup)
+TARGETS=(llama-completion llama-speculative-simple llama-lookup)
 have_all() { for t in "${TARGETS[@]}"; do [[ -x "$OUT/bin/$t" ]] || return 1; done; }
 if have_all; then echo "$OUT/bin"; exit 0; fi
 SDIST="$("$(dirname "$0")/fetch_llamacpp_sdist.sh")"
@@ -18,7 +19,7 @@ SRC="$WORK/llama_cpp_python-$VERSION/vendor/llama.cpp"
 start=$(date +%s)
 cmake -S "$SRC" -B "$WORK/build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DGGML_NATIVE=ON -DBUILD_SHARED_LIBS=OFF -DLLAMA_BUILD_EXAMPLES=ON \
-  -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF \
+  -DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF \
   -DLLAMA_BUILD_APP=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_CURL=OFF >&2
 cmake --build "$WORK/build" -j "${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}" --target "${TARGETS[@]}" >&2
 mkdir -p "$OUT/bin"

@@ -10,6 +10,6 @@ for dir in "${LLAMACPP_SDIST_DIR:-/tmp/lcp}" "$CACHE/sdist"; do
   if [[ -f "$dir/$NAME" ]]; then echo "$dir/$NAME"; exit 0; fi
 done
 mkdir -p "$CACHE/sdist"
-python -m pip download --no-binary :all: --no-deps --no-build-isolation \
+python -m pip download --no-binary :all: --no-deps \
   -d "$CACHE/sdist" "llama-cpp-python==$VERSION" >&2
 echo "$CACHE/sdist/$NAME"

@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--family", choices=sorted(FAMILIES), required=True)
     p.add_argument("--prompts", default="all")
-    p.add_argument("--measure-prompts", type=int, default=4)
+    p.add_argument("--measure-prompts", type=int, default=8)
     p.add_argument("--limit", type=int, default=12, help="held-out prompts to run")
     p.add_argument("--max-new-tokens", type=int, default=32)
     p.add_argument("--temperature", type=float, default=0.0)

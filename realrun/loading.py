@@ -82,8 +82,9 @@ def select_device(device: str | torch.device | None = None) -> torch.device:
 
 
 def resolve_dtype(dtype: str | torch.dtype | None, device: torch.device) -> torch.dtype:
-    """``None``/``"auto"``: float32 on CPU (fastest there and exact w.r.t. the cache),
-    bfloat16 on a GPU that supports it, else float16."""
+    """``None``/``"auto"``: float32 on CPU (the exact reference; :mod:`realrun.pipeline`
+    measures which dtype is fastest on the CPU at hand instead of assuming), bfloat16 on a
+    GPU that supports it, else float16."""
     if isinstance(dtype, torch.dtype):
         if dtype not in _DTYPES.values():
             raise ValueError(f"dtype must be one of {sorted(_DTYPES)}, got {dtype!r}")

@@ -202,7 +202,7 @@ def measure_costs(
     *,
     max_m: int,
     repeats: int = 3,
-    warmup: int = 2,
+    warmup: int = 1,
     seed: int = 0,
     progress: bool = True,
 ) -> Costs:
@@ -300,7 +300,7 @@ def measure(
     leniences: Sequence[float] = (1.0, 2.0, 3.0, 5.0),
     max_m: int = 24,
     repeats: int = 3,
-    warmup: int = 2,
+    warmup: int = 1,
     decoding: Decoding | None = None,
     eos_token_id: int | None = None,
     max_position: int = 16,

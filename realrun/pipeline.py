@@ -35,9 +35,9 @@ import torch
 from tqdm.auto import tqdm
 from transformers import PreTrainedTokenizerBase
 
-from ewif import _validate, explain
-from ewif.cascade import Cascade
+from ewif import _validate
 from ewif.io import ModelSet
+from ewif.recommendation import Recommendation, recommend
 from ewif.results import Results
 from realrun.bigram import BigramTable
 from realrun.hf_model import HFTokenModel
@@ -46,7 +46,14 @@ from realrun.loading import check_shared_vocabulary, load_model, select_device
 from realrun.maxgram import MaxGram
 from realrun.measure import assemble_model_set, check_models, measure_acceptance, measure_costs
 from realrun.prompts import Prompt, encode, load_prompts
-from realrun.run import Method, Recommendation, cascade_method, default_methods, recommend, run
+from realrun.run import (
+    Method,
+    cascade_method,
+    default_methods,
+    recommendation_record,
+    recommended_method,
+    run,
+)
 from simulate.tokens.interface import Proposer, TokenModel
 from simulate.tokens.sampling import Decoding
 
@@ -164,7 +171,7 @@ class NumericsTrial:
         return {"dtype": self.dtype, "threads": self.threads,
                 "target_one_token_pass_s": self.target_pass_s,
                 "batch_invariance": self.invariance.to_dict(),
-                "recommendation": self.recommendation.to_dict(),
+                "recommendation": recommendation_record(self.recommendation),
                 "predicted_tokens_per_s": self.predicted_tokens_per_s, "eligible": self.eligible}
 
 
@@ -221,7 +228,7 @@ def _measure_family(family: Family, measuring: list[list[int]], *, threads: Sequ
                                       max_positions=invariance_positions)
         model_set = assemble_model_set(names, acceptance, costs, metadata={
             "dtype": family.dtype, "threads": t, "batch_invariance": invariance.to_dict()})
-        rec = recommend(model_set, k_max)
+        rec = recommend(model_set, k_max=k_max)
         trial = NumericsTrial(family.dtype, t, costs.target_pass_seconds, invariance, rec,
                               invariance.rate >= min_agreement)
         out.append((trial, model_set))
@@ -231,7 +238,7 @@ def _measure_family(family: Family, measuring: list[list[int]], *, threads: Sequ
 def measure_numerics(sources: Sequence[str], measuring: list[Prompt], *, mag: bool,
                      bigram: str | None, device: str, dtype: str, threads: int | str,
                      max_new_tokens: int, leniences: Sequence[float], decoding: Decoding,
-                     k_max: int, max_m: int | None = None, repeats: int = 3, warmup: int = 2,
+                     k_max: int, max_m: int | None = None, repeats: int = 3, warmup: int = 1,
                      min_agreement: float = 0.99, invariance_positions: int = 48,
                      names: Sequence[str] | None = None, progress: bool = True,
                      backend: str = "transformers") -> Measured:
@@ -340,8 +347,8 @@ def realrun(
     elif lenience != 1.0:
         raise ValueError("lenience needs K (the recommendation chooses its own lenience)")
     else:
-        rec = recommend(model_set, k_max)
-        csd = rec.method
+        rec = recommend(model_set, k_max=k_max)
+        csd = recommended_method(rec)
     methods = default_methods(model_set, family.neural, csd=csd, k_max=k_max)
     if not baselines:
         methods = [m for m in methods if m.kind in ("autoregressive", "csd")]
@@ -361,10 +368,7 @@ def realrun(
             "cpu": cpu_description(),
             "median_prediction_error": median_prediction_error(results)}
     if rec is not None:
-        cascade = Cascade.from_model_set(model_set, rec.method.models, np.array(rec.method.K),
-                                         rec.method.lenience)
-        meta["recommendation"] = {**rec.to_dict(), "describe": rec.describe(),
-                                  "review_sizes": explain.review_sizes(cascade)}
+        meta["recommendation"] = recommendation_record(rec)
     return replace(results, metadata=meta)
 
 

@@ -39,6 +39,11 @@ def format_results(results: Results) -> str:
                 pred = " ".join(f"{v:.2f}" for v in curves["predicted"][:shown])
                 rows.append(f"{'':>{len('P(position i accepted), ') + len(m.name)}}"
                             f"  ewif     {pred}")
+    t0 = results.metadata.get("model_set", {}).get("metadata", {}).get("target_one_token_pass_s")
+    ar = next((m for m in results.methods if m.kind == "autoregressive"), None)
+    if t0 and ar is not None:
+        rows.append(f"AR measured {ar.tokens_per_s:.3f} tokens/s; the measured one-token pass "
+                    f"of the target ({1000 * t0:.1f} ms) predicts {1 / t0:.3f} tokens/s")
     median = results.metadata.get("median_prediction_error")
     if median is not None:
         rows.append(f"median |predicted/measured - 1| over sd/csd methods: {100 * median:.1f}%")

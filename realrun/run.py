@@ -21,24 +21,26 @@ the steady-state decoding speed-up that EWIF predicts.
 
 Reported per method (:mod:`ewif.results`): ``tokens_per_s`` = tokens / seconds over all
 prompts; ``speedup`` against AR of the same run; ``predicted_speedup`` = ewif's exact EWIF
-of the configuration for the measured α and c; ``swi`` = tokens·(1 + cost_per_token[0]) /
-Σ over counted passes of (cost_i + cost_per_token_i·m) — the standardized walltime
-improvement from the passes the run actually made (a pass feeding m positions; Max-Gram:
-cost per proposed token); ``mean_accepted_length`` = tokens per target step, bonus token
+of the configuration for the measured α and pass costs; ``swi`` = tokens·c_0(1) / Σ over
+counted passes of c_i(m) — the standardized walltime improvement from the passes the run
+actually made, each priced at its own size m (Max-Gram: every proposed token one pass at
+m = 1); ``mean_accepted_length`` = tokens per target step, bonus token
 included (vLLM's convention; AR = 1); acceptance by draft position at the target,
 measured ``P(position i exists and is accepted)`` (accepted count / target steps) next to
 ewif's :meth:`~ewif.cascade.Cascade.acceptance_by_position`. Greedy runs also record, per
-method, on how many prompts the output differs from AR's (0 expected: lossless).
+method, on how many prompts the output differs from AR's (0 expected: lossless), and
+:func:`divergences` says where, with the target's logit gap.
 
 Ctrl-C discards the current prompt's partial work and returns the prompts every method
 finished (``metadata.interrupted``). ``metadata.counted_passes`` keeps, per sd/csd method and
-model, the passes and positions counted, so a run can be re-priced with another cost model
-(``benchmarks/realrun_calibration.py``).
+model, the passes, the positions and the passes by size m counted, so a run can be re-priced
+with another cost model.
 """
 
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -48,7 +50,8 @@ from tqdm.auto import tqdm
 from ewif import _validate, explain
 from ewif.cascade import Cascade
 from ewif.io import ModelSet
-from ewif.optimize import optimize, search_space
+from ewif.optimize import optimize
+from ewif.recommendation import Recommendation, recommend
 from ewif.results import MethodResult, Results, with_speedups
 from realrun.baselines import hf_generate
 from realrun.hf_model import HFTokenModel
@@ -104,39 +107,25 @@ def cascade_method(name: str, kind: str, models: Sequence[str], K: object,
                   float(lenience))
 
 
-@dataclass(frozen=True)
-class Recommendation:
-    """ewif's answer for a measured model set: the best speculative configuration of the
-    default search space (:func:`ewif.optimize.search_space`, K entries ``0..k_max``, every
-    drafter subset and lenience) with its exact EWIF, and the decision — ``"speculative"``
-    when it beats autoregressive decoding (EWIF > 1), else ``"autoregressive"``."""
-
-    method: Method
-    ewif: float
-
-    @property
-    def decision(self) -> str:
-        return explain.decision(self.ewif)
-
-    def describe(self) -> str:
-        if self.decision == "speculative":
-            return f"recommended: {self.method.name} at {self.ewif:.3f}x (ewif)"
-        return explain.autoregressive_line(self.method.name, self.ewif)
-
-    def to_dict(self) -> dict:
-        return {"decision": self.decision, "best_speculative": self.method.name,
-                "config": self.method.config, "predicted_ewif": self.ewif}
-
-
-def recommend(model_set: ModelSet, k_max: int = 12) -> Recommendation:
-    """The ewif-optimal cascade of the measured set in the default search space."""
-    space = search_space(model_set, "full", k_max)
-    best = optimize(model_set, bounds=space.bounds).best
-    K = best.K.tolist()
+def recommended_method(rec: Recommendation) -> Method:
+    """The csd :class:`Method` of ewif's recommended configuration
+    (:func:`ewif.recommendation.recommend`, the rule every command uses)."""
+    best = rec.best
     lenience = f" l={best.lenience:g}" if best.K.shape[0] > 1 and best.K[1:].any() else ""
-    name = f"CSD {'>'.join(best.models[1:])} {K}{lenience}"
-    return Recommendation(cascade_method(name, "csd", best.models, best.K, best.lenience),
-                          float(best.ewif))
+    name = f"CSD {'>'.join(best.models[1:])} {best.K.tolist()}{lenience}"
+    return cascade_method(name, "csd", best.models, best.K, best.lenience)
+
+
+def recommendation_record(rec: Recommendation) -> dict:
+    """What a results file keeps of a recommendation: the decision, the configuration by its
+    method name, its exact EWIF, a one-line statement and the review sizes it uses."""
+    method = recommended_method(rec)
+    describe = (f"recommended: {method.name} at {rec.ewif:.3f}x (ewif)"
+                if rec.decision == "speculative" else
+                explain.autoregressive_line(method.name, rec.ewif))
+    return {"decision": rec.decision, "best_speculative": method.name, "config": method.config,
+            "predicted_ewif": rec.ewif, "describe": describe,
+            "review_sizes": explain.review_sizes(rec.cascade())}
 
 
 def best_sd(model_set: ModelSet, drafter: str, k_max: int = 12) -> Method:
@@ -154,7 +143,7 @@ def default_methods(model_set: ModelSet, neural: Sequence[str], *, csd: Method |
     each neural drafter in ``neural``, HF prompt lookup. An SD identical to the CSD (a
     recommendation can be a single drafter) is listed once, as the CSD."""
     target = model_set.models[0]
-    csd = csd if csd is not None else recommend(model_set, k_max).method
+    csd = csd if csd is not None else recommended_method(recommend(model_set, k_max=k_max))
     methods = [Method("AR", "autoregressive", (target,))]
     methods += [sd for sd in (best_sd(model_set, d, k_max) for d in model_set.models[1:])
                 if (sd.models, sd.K) != (csd.models, csd.K)]  # the CSD may be a plain SD
@@ -173,7 +162,7 @@ class _Tally:
     tokens: int = 0
     seconds: float = 0.0
     weighted_cost: float = 0.0
-    counted: dict[str, list[int]] = field(default_factory=dict)  # model -> [passes, positions]
+    counted: dict[str, Counter[int]] = field(default_factory=dict)  # model -> passes by m
     stats: CascadeStats | None = None
     outputs: list[list[int]] = field(default_factory=list)
 
@@ -243,10 +232,8 @@ def run(
                 t.tokens += len(tokens)
                 t.seconds += seconds
                 t.weighted_cost += cost
-                for model, (passes, fed) in counted.items():
-                    acc = t.counted.setdefault(model, [0, 0])
-                    acc[0] += passes
-                    acc[1] += fed
+                for model, sizes in counted.items():
+                    t.counted.setdefault(model, Counter()).update(sizes)
                 t.outputs.append(tokens)
                 if stats is not None:
                     t.add_stats(stats)
@@ -296,7 +283,7 @@ def divergences(target, prompts: Sequence[list[int]], tallies: Mapping[str, _Tal
 
 def _run_one(m: Method, models, model_set: ModelSet, prompt: list[int], max_new_tokens: int,
              eos: int | None, decoding: Decoding, seed: int):
-    """(tokens, seconds, counted standardized cost, {model: (passes, positions)}, stats or
+    """(tokens, seconds, counted standardized cost, {model: passes by size m}, stats or
     None) of one method on one prompt."""
     target = models[m.models[0]]
     if m.kind.startswith("hf-") or (m.kind == "autoregressive" and decoding.greedy
@@ -321,12 +308,12 @@ def _run_one(m: Method, models, model_set: ModelSet, prompt: list[int], max_new_
     for i, (name, x) in enumerate(zip(m.models, chain, strict=True)):
         j = model_set.index(name)
         if isinstance(x, _COUNTED):
-            counted[name] = (x.passes, x.tokens_fed)
+            counted[name] = Counter(x.pass_sizes)
             sizes = np.array(sorted(x.pass_sizes))
             if sizes.size:
                 cost += float(np.asarray(prices.at(j, sizes)) @ [x.pass_sizes[s] for s in sizes])
         else:  # a proposer: every proposed token is one generating pass (m = 1)
-            counted[name] = (int(res.stats.passes[i]), int(res.stats.tokens_fed[i]))
+            counted[name] = Counter({1: int(res.stats.tokens_fed[i])})
             cost += float(res.stats.tokens_fed[i] * prices.at(j, 1))
     return res.tokens, seconds, cost, counted, res.stats
 
@@ -374,7 +361,9 @@ def _results(methods, tallies, model_set: ModelSet, done: int, max_new_tokens: i
         "mean_accepted_length": "tokens per target step, bonus token included (vLLM)",
         "outputs_differing_from_AR": mismatches,
         "accepted_token_sources": sources,
-        "counted_passes": {m.name: {k: {"passes": v[0], "positions": v[1]}
+        "counted_passes": {m.name: {k: {"passes": v.total(),
+                                        "positions": sum(s * c for s, c in v.items()),
+                                        "by_m": {str(s): c for s, c in sorted(v.items())}}
                                     for k, v in tallies[m.name].counted.items()}
                            for m in methods if tallies[m.name].counted},
         "model_set": model_set.to_dict(),

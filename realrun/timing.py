@@ -63,7 +63,7 @@ class PassTiming:
 
 
 def time_passes(model: TokenModel, context: Sequence[int], max_m: int, repeats: int = 3,
-                warmup: int = 2, seed: int = 0) -> PassTiming:
+                warmup: int = 1, seed: int = 0) -> PassTiming:
     """Fastest wall time of one pass of ``model`` feeding ``m`` fresh tokens after the cached
     ``context``, for every ``m`` of :func:`grid` ``(max_m)`` (module docstring)."""
     ms = grid(max_m)

@@ -73,14 +73,11 @@ class MeasuredCurve:
 
 def model_set(preset: str | None = None, path: str | os.PathLike[str] | None = None
               ) -> _io.ModelSet:
-    """The model set of a preset name or a ``csd.models/1`` file (default: the default preset)."""
-    from ewif import presets
+    """The model set of a preset name or a model-set file (default: the default preset);
+    :func:`ewif.recommendation.load_model_set` without the label."""
+    from ewif.recommendation import load_model_set
 
-    if preset is not None and path is not None:
-        raise ValueError("give a preset or a model-set file, not both")
-    if path is not None:
-        return _io.load(path)
-    return presets.load_preset(presets.DEFAULT if preset is None else preset)
+    return load_model_set(preset, path)[0]
 
 
 def cascade_for(
@@ -90,20 +87,16 @@ def cascade_for(
     lenience: float | None = None,
 ) -> Cascade:
     """The cascade a plot is about: ``K`` if given, else the set's ``cascade`` section, else
-    the configuration :func:`ewif.optimize.optimize` recommends (the paper's space for a
-    target + two neural drafters + zero-cost MaG, otherwise every K with entries 0..8)."""
-    from ewif.optimize import optimize, paper_bounds
+    the configuration :func:`ewif.recommendation.recommend` recommends (the one rule every
+    command uses)."""
+    from ewif.recommendation import recommend
 
     if K is not None or (ms.cascade is not None and models is None):
         return Cascade.from_model_set(ms, models, None if K is None else np.asarray(K), lenience)
-    cands = tuple(ms.models if models is None else models)
-    lens = None if lenience is None else [lenience]
-    if len(cands) == 4 and ms.cost[ms.index(cands[3])] == 0:
-        result = optimize(ms, candidates=cands, bounds=paper_bounds(), leniences=lens,
-                          subsets=False)
-    else:
-        result = optimize(ms, candidates=cands, bounds=(0, 8), leniences=lens, subsets=False)
-    return result.cascade()
+    if models is not None:
+        raise ValueError("--models needs --K (the recommendation chooses its own models)")
+    return recommend(ms, leniences=None if lenience is None else [lenience],
+                     hint="give the cascade with --models and --K").cascade()
 
 
 def measured_curve(

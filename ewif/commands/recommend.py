@@ -41,31 +41,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="write STEM-landscape.SUF and STEM-decay.SUF (png/svg/pdf)")
 
 
-def load_source(args: argparse.Namespace):
-    from ewif import io, presets
-
-    if getattr(args, "from_file", None):
-        ms = io.load(args.from_file)
-        return ms, f"file {args.from_file}"
-    name = args.preset or presets.DEFAULT
-    return presets.load_preset(name), f"preset {name}"
-
-
 def run(args: argparse.Namespace) -> int:
     from ewif import limits
-    from ewif.explain import decision, review_sizes
-    from ewif.optimize import best_sd, optimize, search_space
+    from ewif.explain import review_sizes
+    from ewif.optimize import best_sd
+    from ewif.recommendation import load_model_set, recommend
 
-    ms, where = load_source(args)
+    ms, where = load_model_set(args.preset, args.from_file)
     if args.top < 1:
         raise ValueError(f"--top must be an integer >= 1, got {args.top}")
     limits.count("--top", args.top, limits.MAX_TOP, "rows")
     plot_paths = _plot_paths(args.plot) if args.plot else None
-    bounds, label, k_max = search_space(ms, args.space, args.k_max, args.mag_block)
-    limits.search(ms.alpha, len(ms.models), bounds, args.lenience or ms.leniences,
-                  "lower --k-max or --mag-block, or pass fewer --lenience")
-    result = optimize(ms, bounds=bounds, leniences=args.lenience, subsets=False,
-                      fill=args.fill, top=args.top)
+    rec = recommend(ms, space=args.space, k_max=args.k_max, mag_block=args.mag_block,
+                    leniences=args.lenience, fill=args.fill, top=args.top,
+                    hint="lower --k-max or --mag-block, or pass fewer --lenience")
+    result, (_, label, k_max) = rec.result, rec.space
     best = result.best
     casc = result.cascade()
     sd = best_sd(ms)
@@ -87,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
         "best_sd": _cfg(sd) | {"k": int(sd.K[0, 0])},
         "gain_over_sd": best.ewif / sd.ewif,
         "autoregressive": 1.0,
-        "decision": decision(best.ewif),
+        "decision": rec.decision,
         "cost_model": "curve" if ms.cost_curve is not None else "affine",
         "review_sizes": review_sizes(casc),
         "where_the_time_goes": where_time,

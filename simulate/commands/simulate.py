@@ -20,7 +20,7 @@ HELP = "simulate a cascade (Monte Carlo of Algorithm 1) and compare it with the 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     src = parser.add_mutually_exclusive_group()
-    src.add_argument("file", nargs="?", metavar="FILE", help="csd.models/1 model-set file")
+    src.add_argument("file", nargs="?", metavar="FILE", help="csd.models/1 or /2 model-set file")
     src.add_argument("--preset", help="embedded preset (see 'csd presets'); default flan-t5-ms")
     parser.add_argument("--models", help="comma-separated model names, target first")
     parser.add_argument("--K", dest="K", help='budget matrix as JSON, e.g. "[[2,10],[0,10]]"')
@@ -40,15 +40,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "tokens-per-step histogram (png/svg/pdf)")
 
 
-def _model_set(args: argparse.Namespace) -> tuple[Any, str]:
-    from ewif import io, presets
-
-    if args.file:
-        return io.load(args.file), f"file {args.file}"
-    name = args.preset or presets.DEFAULT
-    return presets.load_preset(name), f"preset {name}"
-
-
 def _parse_K(text: str) -> list[list[int]]:
     try:
         K = json.loads(text)
@@ -62,16 +53,12 @@ def _parse_K(text: str) -> list[list[int]]:
 
 
 def _recommended(ms: Any, fill: str, lenience: float | None) -> tuple[Any, str, float]:
-    """What ``csd recommend`` picks by default (:func:`ewif.optimize.search_space`)."""
-    from ewif import limits
-    from ewif.optimize import optimize, search_space
+    """What ``csd recommend`` picks by default (:func:`ewif.recommendation.recommend`)."""
+    from ewif.recommendation import recommend
 
-    leniences = None if lenience is None else [lenience]
-    bounds = search_space(ms).bounds
-    limits.search(ms.alpha, len(ms.models), bounds, leniences or ms.leniences,
-                  "give the cascade with --models and --K (or a 'cascade' section)")
-    result = optimize(ms, bounds=bounds, leniences=leniences, subsets=False, fill=fill)
-    return result.cascade(), "recommended by ewif.optimize", result.best.lenience
+    rec = recommend(ms, leniences=None if lenience is None else [lenience], fill=fill,
+                    hint="give the cascade with --models and --K (or a 'cascade' section)")
+    return rec.cascade(), "recommended by ewif.recommendation", rec.best.lenience
 
 
 def _cascade(args: argparse.Namespace, ms: Any) -> tuple[Any, str, float]:
@@ -93,6 +80,7 @@ def _cascade(args: argparse.Namespace, ms: Any) -> tuple[Any, str, float]:
 
 def run(args: argparse.Namespace) -> int:
     from ewif import _validate, limits
+    from ewif.recommendation import load_model_set
     from simulate.bernoulli import simulate
     from simulate.compare import compare, default_max_position
 
@@ -108,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
         from ewif.plotting import style
 
         style.output_path(args.plot)
-    ms, where = _model_set(args)
+    ms, where = load_model_set(args.preset, args.file)
     cascade, how, lenience = _cascade(args, ms)
     progress = sys.stderr.isatty() and not args.json
     result = simulate(cascade, trials, args.seed, progress=progress)

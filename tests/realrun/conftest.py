@@ -18,60 +18,25 @@ Fixtures (session-scoped, reusable by every realrun test):
 * ``tiny_gguf`` -> (Path of a qwen2 GGUF file written with the ``gguf`` package, the
   in-process ``Qwen2ForCausalLM`` it encodes); its tokenizer is byte-level BPE (gpt2).
 
-Helpers: :func:`write_gguf` here; the tokenizer and model builders (:func:`build_llama`,
-:func:`build_qwen2`, :data:`WORDS`, :data:`EOS`, ...) live in :mod:`realrun.tiny`.
+Helpers: the tokenizer, model and GGUF builders (:func:`build_llama`, :func:`build_qwen2`,
+:func:`write_gguf`, :data:`WORDS`, :data:`EOS`, ...) live in :mod:`realrun.tiny`.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 import pytest
 import torch
-from transformers import PreTrainedTokenizerFast, Qwen2ForCausalLM
+from transformers import PreTrainedTokenizerFast
 
-from realrun.tiny import PROMPT_TEXTS, build_qwen2, build_tokenizer, write_family
-
-
-def write_gguf(model: Qwen2ForCausalLM, path: Path) -> Path:
-    """Write ``model`` (float32) as a qwen2 GGUF file with a byte-level BPE tokenizer
-    (256 byte tokens, two merges, ``<|endoftext|>``); ``model.config.vocab_size`` must
-    be 259."""
-    import gguf
-    from transformers.convert_slow_tokenizer import bytes_to_unicode
-
-    config = model.config
-    spelled = bytes_to_unicode()
-    tokens = [spelled[b] for b in range(256)] + ["he", "ll", "<|endoftext|>"]
-    if config.vocab_size != len(tokens):
-        raise ValueError(f"write_gguf needs vocab_size {len(tokens)}, got {config.vocab_size}")
-    writer = gguf.GGUFWriter(str(path), "qwen2")
-    writer.add_name("tiny-qwen2")
-    writer.add_context_length(config.max_position_embeddings)
-    writer.add_block_count(config.num_hidden_layers)
-    writer.add_embedding_length(config.hidden_size)
-    writer.add_feed_forward_length(config.intermediate_size)
-    writer.add_head_count(config.num_attention_heads)
-    writer.add_head_count_kv(config.num_key_value_heads)
-    writer.add_rope_freq_base(float(config.rope_parameters["rope_theta"]))
-    writer.add_layer_norm_rms_eps(config.rms_norm_eps)
-    writer.add_tokenizer_model("gpt2")
-    writer.add_tokenizer_pre("qwen2")
-    writer.add_token_list(tokens)
-    writer.add_token_types([1] * 258 + [3])
-    writer.add_token_merges(["h e", "l l"])
-    writer.add_eos_token_id(258)
-    writer.add_bos_token_id(258)
-    names = gguf.get_tensor_name_map(gguf.MODEL_ARCH.QWEN2, config.num_hidden_layers)
-    for key, tensor in model.state_dict().items():
-        name = names.get_name(key, try_suffixes=(".weight", ".bias"))
-        writer.add_tensor(name, tensor.detach().numpy().astype(np.float32))
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_tensors_to_file()
-    writer.close()
-    return path
+from realrun.tiny import (
+    PROMPT_TEXTS,
+    build_qwen2,
+    build_tokenizer,
+    write_family,
+    write_gguf,
+)
 
 
 @pytest.fixture(scope="session", autouse=True)

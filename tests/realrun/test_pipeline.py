@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from ewif.io import ModelSet
+from ewif.recommendation import recommend
 from realrun.invariance import batch_invariance
 from realrun.pipeline import (
     NumericsTrial,
@@ -18,7 +19,7 @@ from realrun.pipeline import (
     split_prompts,
 )
 from realrun.prompts import load_prompts
-from realrun.run import Recommendation, _Tally, divergences, recommend
+from realrun.run import _Tally, divergences, recommendation_record
 from simulate.tokens.sampling import Decoding
 
 
@@ -122,17 +123,20 @@ def _model_set(drafter_cost: float, target_curve=(1.0, 1.9, 2.8)) -> ModelSet:
 def test_recommendation_is_honest_when_nothing_beats_autoregressive():
     slow = recommend(_model_set(0.9), k_max=4)
     assert slow.decision == "autoregressive" and slow.ewif <= 1.0
-    assert slow.describe().startswith("on these costs, decode autoregressively; the best "
-                                      "speculative configuration is ")
+    record = recommendation_record(slow)
+    assert record["describe"].startswith("on these costs, decode autoregressively; the best "
+                                         "speculative configuration is CSD d ")
+    assert record["review_sizes"][0]["model"] == "t"
     assert recommend(_model_set(0.0), k_max=4).decision == "autoregressive"  # steep target
     fast = recommend(_model_set(0.0, (1.0, 1.05, 1.1)), k_max=4)
     assert fast.decision == "speculative" and fast.ewif > 1.0
-    assert isinstance(fast, Recommendation) and fast.to_dict()["decision"] == "speculative"
+    assert recommendation_record(fast)["describe"].startswith("recommended: CSD d [[")
 
 
 def test_trial_prefers_autoregressive_throughput_when_nothing_wins():
     slow = recommend(_model_set(0.9), k_max=2)
     from realrun.invariance import Invariance
+
 
     trial = NumericsTrial("float32", 1, 0.5, Invariance(4, 8, 8, None), slow, True)
     assert trial.predicted_tokens_per_s == pytest.approx(1 / 0.5)  # AR: EWIF 1

@@ -27,7 +27,7 @@ def test_default_preset_human_table(capsys) -> None:
 
 def test_json_holds_estimates_and_z_scores(capsys) -> None:
     out = _json(capsys, "--preset", "t5-cnndm-ms", "--trials", "20000", "--seed", "3")
-    assert out["cascade"]["chosen"] == "recommended by ewif.optimize"
+    assert out["cascade"]["chosen"] == "recommended by ewif.recommendation"
     rows = {r["quantity"]: r for r in out["comparison"]["rows"]}
     assert {"ewif", "expected_tokens", "expected_cost", "calls[0]", "accept@1"} <= set(rows)
     sim = out["simulation"]

@@ -1,0 +1,99 @@
+"""The recommendation: one rule for "the best cascade of a model set", and one loader.
+
+Every command and the real-model pipeline ask this module, so one model set gets one
+answer whichever command asks (``csd recommend``, ``csd simulate``, ``csd plot``,
+``csd realrun``):
+
+* **the space** is :func:`ewif.optimize.search_space` (``"auto"``: the paper's space for the
+  paper's family — target, BASE, SMALL and a free Max-Gram — else every upper-triangular K
+  with entries ``0..k_max``, which covers every drafter subset), at every lenience of the
+  set unless told otherwise;
+* **the optimum** is :func:`ewif.optimize.optimize`'s exact one, priced with the set's pass
+  costs (curves when measured);
+* **the decision**: the configuration is worth running only if its EWIF exceeds 1
+  (autoregressive decoding); otherwise the honest answer is to decode autoregressively
+  (:func:`ewif.explain.decision`).
+
+:func:`load_model_set` turns "a preset name or a model-set file" into a model set.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ewif import explain, limits
+from ewif.cascade import Cascade
+from ewif.io import ModelSet
+from ewif.io import load as load_file
+from ewif.optimize import Configuration, OptimizeResult, SearchSpace, optimize, search_space
+
+
+def load_model_set(preset: str | None = None, path: str | os.PathLike[str] | None = None
+                   ) -> tuple[ModelSet, str]:
+    """``(model set, where it came from)`` for a preset name or a model-set file (default:
+    the default preset); both given is a ``ValueError``."""
+    from ewif import presets
+
+    if preset is not None and path is not None:
+        raise ValueError("give a preset or a model-set file, not both")
+    if path is not None:
+        return load_file(path), f"file {Path(path)}"
+    name = presets.DEFAULT if preset is None else preset
+    return presets.load_preset(name), f"preset {name}"
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    """The optimum of a model set in a search space, and what it means."""
+
+    result: OptimizeResult
+    space: SearchSpace
+
+    @property
+    def best(self) -> Configuration:
+        """The best speculative configuration (it may not beat autoregressive decoding)."""
+        return self.result.best
+
+    @property
+    def ewif(self) -> float:
+        return float(self.result.best.ewif)
+
+    @property
+    def decision(self) -> str:
+        """``"speculative"`` when the best configuration beats EWIF 1, else ``"autoregressive"``."""
+        return explain.decision(self.ewif)
+
+    def cascade(self) -> Cascade:
+        """The :class:`~ewif.cascade.Cascade` of the best configuration."""
+        return self.result.cascade()
+
+    def describe(self) -> str:
+        """One line: what to run, or plainly that autoregressive decoding wins."""
+        what = self.best.describe()
+        if self.decision == "speculative":
+            return f"recommended: {what} at {self.ewif:.4f}x"
+        return explain.autoregressive_line(what, self.ewif)
+
+
+def recommend(
+    model_set: ModelSet,
+    *,
+    space: str = "auto",
+    k_max: int | None = None,
+    mag_block: int = 10,
+    leniences: Sequence[float] | None = None,
+    fill: str = "tokens",
+    top: int = 10,
+    hint: str = "lower k_max",
+) -> Recommendation:
+    """The recommendation for ``model_set`` (module docstring); the search is sized first
+    and refused with ``hint`` when too big (:func:`ewif.limits.search`)."""
+    chosen = search_space(model_set, space, k_max, mag_block)
+    limits.search(model_set.alpha, len(model_set.models), chosen.bounds,
+                  model_set.leniences if leniences is None else leniences, hint)
+    result = optimize(model_set, bounds=chosen.bounds, leniences=leniences, subsets=False,
+                      fill=fill, top=top)
+    return Recommendation(result, chosen)
