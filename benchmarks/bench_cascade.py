@@ -27,8 +27,9 @@ from pathlib import Path
 import numpy as np
 
 from ewif.cascade import Cascade
-from ewif.optimize import optimize, paper_bounds
 from ewif.presets import load_preset
+from ewif.search import optimize
+from ewif.space import paper_bounds
 
 
 def main(sample: int = 2000) -> None:

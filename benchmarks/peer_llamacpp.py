@@ -10,8 +10,8 @@ one driving process, greedy:
 * llama.cpp's programs, built from the source vendored in the llama-cpp-python sdist
   (``benchmarks/build_llamacpp_bin.sh``), one invocation per prompt and method:
   ``llama-completion`` (autoregressive; seconds = ``eval time`` + ``sampling time`` of its perf
-  report, prompt eval excluded), ``llama-speculative-simple -md DRAFTER`` (draft-model
-  speculation, ``--spec-draft-n-max k --spec-draft-p-min 0``), ``llama-lookup`` (n-gram cache
+  report, prompt eval excluded), ``llama-speculative-simple --spec-type draft-simple -md
+  DRAFTER`` (draft-model speculation, ``--spec-draft-n-max k --spec-draft-p-min 0``), ``llama-lookup`` (n-gram cache
   lookup decoding, ``--spec-draft-n-max M``) and ``llama-speculative-simple --spec-type
   ngram-simple`` (``--spec-ngram-simple-size-n N --spec-ngram-simple-size-m M``); seconds =
   their ``decoded N tokens in S seconds`` (prompt prefill excluded, as ours).
@@ -150,7 +150,7 @@ def peer_commands(bin_dir: Path, target: str, drafter: str | None, *, threads: i
     if drafter is not None and draft_k is not None:
         out[f"llama.cpp SD k={draft_k}"] = [
             str(bin_dir / "llama-speculative-simple"), *common, "-md", drafter,
-            "--spec-draft-n-max", str(draft_k), "--spec-draft-n-min", "0",
+            "--spec-type", "draft-simple", "--spec-draft-n-max", str(draft_k), "--spec-draft-n-min", "0",
             "--spec-draft-p-min", "0"]
     out[f"llama.cpp lookup M={ngram_m}"] = [str(bin_dir / "llama-lookup"), *common,
                                             "--spec-draft-n-max", str(ngram_m)]
@@ -170,8 +170,8 @@ def run_peers(commands: dict[str, list[str]], texts: list[str], timeout: float,
         path.write_text(text, encoding="utf-8")
         for name in names[i % len(names):] + names[:i % len(names)]:
             argv = [*commands[name], "-f", str(path)]
-            proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout,
-                                  check=False)
+            proc = subprocess.run(argv, capture_output=True, encoding="utf-8", errors="replace",
+                                  timeout=timeout, check=False)
             if proc.returncode != 0:
                 raise RuntimeError(f"{name} failed ({proc.returncode}): {' '.join(argv)}\n"
                                    f"{proc.stderr[-3000:]}")

@@ -69,7 +69,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ewif import _validate, limits
+from ewif import limits, validate
 from ewif.pass_cost import PassCost
 from ewif.pgf import Pgf
 from ewif.review_call import FILLS, Call, is_leaf, review_call, rows_of
@@ -169,7 +169,7 @@ class Cascade:
             if cost is None:
                 cost = m1
             else:
-                given = _validate.costs("cost", cost)
+                given = validate.costs("cost", cost)
                 if given.shape != m1.shape or not np.array_equal(given, m1):
                     raise ValueError(
                         f"cost must equal the curves' m = 1 values {m1.tolist()} (or be None "
@@ -177,7 +177,7 @@ class Cascade:
                     )
         elif cost is None:
             raise ValueError("cost is required unless cost_curve is given")
-        cost = _validate.costs("cost", cost)
+        cost = validate.costs("cost", cost)
         if cost.ndim != 1 or cost.size < 2:
             raise ValueError(
                 f"cost must be a 1-D array with one entry per model (target + at least one "
@@ -189,7 +189,7 @@ class Cascade:
         cpt = (
             np.zeros(n + 1)
             if cost_per_token is None
-            else _validate.costs("cost_per_token", cost_per_token)
+            else validate.costs("cost_per_token", cost_per_token)
         )
         if cpt.shape != (n + 1,):
             raise ValueError(f"cost_per_token must have shape ({n + 1},), got {cpt.shape}")
@@ -204,14 +204,7 @@ class Cascade:
                 f"alpha must have shape ({n + 1}, {n + 1}) (one row and column per model), "
                 f"got {alpha.shape}"
             )
-        K = _validate.counts("K", K)
-        if K.shape != (n, n):
-            raise ValueError(f"K must have shape ({n}, {n}) (one row per reviewer), got {K.shape}")
-        for r, c in zip(*np.nonzero(np.tril(K, -1)), strict=True):
-            raise ValueError(
-                f"K must be upper-triangular: K[{r}, {c}] (k_{r + 1}{c + 1}) = {K[r, c]} is "
-                f"below the diagonal (model {r} can only review smaller models {r + 1}..{n})"
-            )
+        K = validate.budget_matrix("K", K, n)
         if not K[0].any():
             raise ValueError(
                 "K row 1 (the target's budgets k_11..k_1n) is all zero: the target would "
@@ -220,7 +213,7 @@ class Cascade:
         limits.total_budget("K", K)
         if names is not None:
             names = tuple(str(x) for x in names)
-            _validate.same_length(names=names, cost=cost)
+            validate.same_length(names=names, cost=cost)
         self._check_alpha(alpha, K, n)
         for arr in (alpha, cost, cpt, K):
             arr.setflags(write=False)
@@ -370,7 +363,7 @@ class Cascade:
         drafter with budget k, the unconditional curve is ``α^i`` for ``i <= k`` and the
         conditional one is ``α``.
         """
-        m = _validate.count("max_position", max_position, minimum=1)
+        m = validate.count("max_position", max_position, minimum=1)
         call = self._call()
         tail = np.concatenate([np.cumsum(call.pmf[::-1])[::-1], [0.0]])  # P(tokens >= t)
         idx = np.arange(1, m + 1)

@@ -15,7 +15,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ewif import _validate
+from ewif import validate
 
 
 class HorizontalGradient(NamedTuple):
@@ -79,8 +79,8 @@ def _denominator(c: np.ndarray) -> np.ndarray:
 
 
 def _inputs(alphas: object, costs: object) -> tuple[np.ndarray, np.ndarray]:
-    a = _validate.probabilities("alphas", alphas)
-    c = _validate.costs("costs", costs)
+    a = validate.probabilities("alphas", alphas)
+    c = validate.costs("costs", costs)
     if a.ndim == 0 or c.ndim == 0:
         raise ValueError(
             "alphas and costs must be arrays with the positions on the last axis, got "

@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from ewif import _validate
+from ewif import validate
 from ewif.pass_cost import PassCost
 
 SCHEMA = "csd.models/2"
@@ -83,11 +83,11 @@ class ModelSet:
             )
         if len(set(self.models)) != n1:
             raise ValueError(f"models must have distinct names, got {self.models!r}")
-        _validate.same_length(
+        validate.same_length(
             models=self.models, cost=self.cost, cost_per_token=self.cost_per_token
         )
-        _validate.costs("cost", self.cost)
-        _validate.costs("cost_per_token", self.cost_per_token)
+        validate.costs("cost", self.cost)
+        validate.costs("cost_per_token", self.cost_per_token)
         if self.cost[0] != 1.0:
             raise ValueError(f"cost[0] (the target) must be 1, got {self.cost[0]!r}")
         if self.cost_curve is not None:
@@ -119,7 +119,7 @@ class ModelSet:
                 )
             upper = matrix[np.triu_indices(n1, 1)]
             known = upper[~np.isnan(upper)]
-            _validate.probabilities(f"alpha[{lenience:g}]", known)
+            validate.probabilities(f"alpha[{lenience:g}]", known)
             target_rows.append(matrix[0])
         for row in target_rows[1:]:
             if not np.array_equal(row, target_rows[0], equal_nan=True):
@@ -210,8 +210,8 @@ class ModelSet:
             curves = tuple(table.table(i) for i in range(n1))
             if "cost" not in data:
                 data = {**data, "cost": [float(c[0]) for c in curves]}
-        cost = _validate.costs(f"{source}: cost", data["cost"])
-        cpt = _validate.costs(f"{source}: cost_per_token", data.get("cost_per_token", [0.0] * n1))
+        cost = validate.costs(f"{source}: cost", data["cost"])
+        cpt = validate.costs(f"{source}: cost_per_token", data.get("cost_per_token", [0.0] * n1))
         raw_alpha = data["alpha"]
         if isinstance(raw_alpha, list):
             raw_alpha = {"1": raw_alpha}
@@ -238,7 +238,7 @@ class ModelSet:
                 raise ValueError(
                     f"{source}: alpha_by_position key {key!r} must be 'r,j' (two model indices)"
                 ) from None
-            by_pos[(r, j)] = _validate.probabilities(f"{source}: alpha_by_position[{key}]", curve)
+            by_pos[(r, j)] = validate.probabilities(f"{source}: alpha_by_position[{key}]", curve)
         choice = None
         if data.get("cascade") is not None:
             c = data["cascade"]
@@ -253,8 +253,8 @@ class ModelSet:
                 )
             choice = CascadeChoice(
                 models=tuple(names),
-                K=_validate.counts(f"{source}: cascade.K", c["K"]),
-                lenience=_validate.cost(f"{source}: cascade.lenience", c.get("lenience", 1.0)),
+                K=validate.counts(f"{source}: cascade.K", c["K"]),
+                lenience=validate.cost(f"{source}: cascade.lenience", c.get("lenience", 1.0)),
             )
         metadata = data.get("metadata") or {}
         if not isinstance(metadata, dict):

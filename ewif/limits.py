@@ -10,7 +10,7 @@ minute or would exhaust memory. The limits, measured on one core of a 2-core mac
   evaluation allocates pmfs over every draft length and convolves them: memory
   ``O(ΣK)``, time up to ``O(ΣK²)``; ``ΣK = 10^5`` takes 1.5–3 s for nested 3-model
   cascades, ``1.3·10^6`` does not finish in a minute, ``10^9`` needs 7.5 GiB per array.
-* :data:`MAX_CONFIGURATIONS` — configurations of one ``ewif.optimize.optimize`` search
+* :data:`MAX_CONFIGURATIONS` — configurations of one ``ewif.search.optimize`` search
   over all its leniences, counted exactly as ``optimize`` reports them. A bound mapping
   (the paper's structured space) is searched at ~3·10^8 configurations/s (``k_max = 1000``:
   3·10^9 in 11 s, 0.55 GB; ``k_max = 3000`` needs 4.4 GB and over a minute); the full

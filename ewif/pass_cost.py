@@ -25,7 +25,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ewif import _validate
+from ewif import validate
 
 _AFFINE_RTOL = 1e-12
 
@@ -47,7 +47,7 @@ class PassCost:
     @classmethod
     def affine(cls, cost: object, cost_per_token: object | None = None) -> PassCost:
         """``c_i(m) = cost[i] + cost_per_token[i]·m``; ``cost[0]`` must be 1."""
-        c = _validate.costs("cost", cost)
+        c = validate.costs("cost", cost)
         if c.ndim != 1 or c.size < 2:
             raise ValueError(
                 f"cost must be a 1-D array with one entry per model (target + at least one "
@@ -58,7 +58,7 @@ class PassCost:
         s = (
             np.zeros(c.size)
             if cost_per_token is None
-            else _validate.costs("cost_per_token", cost_per_token)
+            else validate.costs("cost_per_token", cost_per_token)
         )
         if s.shape != c.shape:
             raise ValueError(f"cost_per_token must have shape {c.shape}, got {s.shape}")
@@ -124,7 +124,7 @@ class PassCost:
         """``c_i(m)`` for positions ``m >= 1`` (any integer array shape; 0-d for a scalar)."""
         m = np.asarray(m)
         if m.dtype.kind not in "iu":
-            m = _validate.counts("m", m, minimum=1)
+            m = validate.counts("m", m, minimum=1)
         elif m.size and m.min() < 1:
             raise ValueError(f"m must hold integers >= 1 (positions of a pass), got {m.min()}")
         y = self._table[i]

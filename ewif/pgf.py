@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ewif import _validate
+from ewif import validate
 from ewif._numerics import padded_add, pmf_power
 
 if TYPE_CHECKING:
@@ -39,7 +39,7 @@ class Pgf:
         # such rounding is clipped, anything further outside [0, 1] is refused.
         if p.size and p.min() >= -_ROUNDING and p.max() <= 1.0 + _ROUNDING:
             p = np.clip(p, 0.0, 1.0)
-        p = _validate.probabilities("coefficients", p)
+        p = validate.probabilities("coefficients", p)
         if p.ndim != 1 or p.size == 0:
             raise ValueError(f"coefficients must be a non-empty 1-D array, got shape {p.shape}")
         total = float(p.sum())
@@ -53,7 +53,7 @@ class Pgf:
     @classmethod
     def point(cls, value: int) -> Pgf:
         """The PGF ``x^value`` of the constant ``value``."""
-        value = _validate.count("value", value)
+        value = validate.count("value", value)
         p = np.zeros(value + 1)
         p[value] = 1.0
         return cls(p)
@@ -96,7 +96,7 @@ class Pgf:
         return Pgf(np.convolve(self._p, other._p))
 
     def __pow__(self, n: int) -> Pgf:
-        return Pgf(pmf_power(self._p, _validate.count("n", n)))
+        return Pgf(pmf_power(self._p, validate.count("n", n)))
 
     def compose(self, inner: Pgf) -> Pgf:
         """``g(h(x))``: the sum of ``X ~ g`` independent copies of ``Y ~ h``."""

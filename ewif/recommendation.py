@@ -4,11 +4,11 @@ Every command and the real-model pipeline ask this module, so one model set gets
 answer whichever command asks (``csd recommend``, ``csd simulate``, ``csd plot``,
 ``csd realrun``):
 
-* **the space** is :func:`ewif.optimize.search_space` (``"auto"``: the paper's space for the
+* **the space** is :func:`ewif.space.search_space` (``"auto"``: the paper's space for the
   paper's family — target, BASE, SMALL and a free Max-Gram — else every upper-triangular K
   with entries ``0..k_max``, which covers every drafter subset), at every lenience of the
   set unless told otherwise;
-* **the optimum** is :func:`ewif.optimize.optimize`'s exact one, priced with the set's pass
+* **the optimum** is :func:`ewif.search.optimize`'s exact one, priced with the set's pass
   costs (curves when measured);
 * **the decision**: the configuration is worth running only if its EWIF exceeds 1
   (autoregressive decoding); otherwise the honest answer is to decode autoregressively
@@ -28,7 +28,8 @@ from ewif import explain, limits
 from ewif.cascade import Cascade
 from ewif.io import ModelSet
 from ewif.io import load as load_file
-from ewif.optimize import Configuration, OptimizeResult, SearchSpace, optimize, search_space
+from ewif.search import Configuration, OptimizeResult, optimize
+from ewif.space import SearchSpace, search_space
 
 
 def load_model_set(preset: str | None = None, path: str | os.PathLike[str] | None = None

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ewif import _validate
+from ewif import validate
 from ewif.io import read_data
 
 SCHEMA = "csd.results/1"
@@ -69,13 +69,13 @@ class MethodResult:
             raise ValueError(
                 f"method {self.name!r}: kind must be one of {', '.join(KINDS)}, got {self.kind!r}"
             )
-        _validate.cost(f"method {self.name!r}: tokens_per_s", self.tokens_per_s)
+        validate.cost(f"method {self.name!r}: tokens_per_s", self.tokens_per_s)
         for key in ("speedup", "predicted_speedup", "swi", "seconds"):
             value = getattr(self, key)
             if value is not None:
-                _validate.cost(f"method {self.name!r}: {key}", value)
+                validate.cost(f"method {self.name!r}: {key}", value)
         if self.mean_accepted_length is not None:
-            mal = _validate.cost(
+            mal = validate.cost(
                 f"method {self.name!r}: mean_accepted_length", self.mean_accepted_length
             )
             if mal < 1.0:
@@ -84,7 +84,7 @@ class MethodResult:
                     f"must be >= 1, got {mal!r}"
                 )
         if self.tokens is not None:
-            _validate.count(f"method {self.name!r}: tokens", self.tokens)
+            validate.count(f"method {self.name!r}: tokens", self.tokens)
         if self.acceptance_by_position is not None:
             curves = self.acceptance_by_position
             if not isinstance(curves, Mapping) or "measured" not in curves:
@@ -98,7 +98,7 @@ class MethodResult:
                         f"method {self.name!r}: acceptance_by_position keys are 'measured' and "
                         f"'predicted', got {key!r}"
                     )
-                _validate.probabilities(
+                validate.probabilities(
                     f"method {self.name!r}: acceptance_by_position.{key}", curve
                 )
         if not isinstance(self.config, Mapping):
@@ -173,8 +173,8 @@ class Results:
     metadata: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        _validate.count("prompts", self.prompts, minimum=0)
-        _validate.count("max_new_tokens", self.max_new_tokens, minimum=1)
+        validate.count("prompts", self.prompts, minimum=0)
+        validate.count("max_new_tokens", self.max_new_tokens, minimum=1)
         if not isinstance(self.decoding, Mapping) or set(self.decoding) != {
             "temperature",
             "top_p",
@@ -183,8 +183,8 @@ class Results:
                 f"decoding must be a mapping with exactly 'temperature' and 'top_p', "
                 f"got {self.decoding!r}"
             )
-        _validate.cost("decoding.temperature", self.decoding["temperature"])
-        top_p = _validate.probability("decoding.top_p", self.decoding["top_p"])
+        validate.cost("decoding.temperature", self.decoding["temperature"])
+        top_p = validate.probability("decoding.top_p", self.decoding["top_p"])
         if top_p == 0.0:
             raise ValueError("decoding.top_p must be in (0, 1], got 0")
         names = [m.name for m in self.methods]

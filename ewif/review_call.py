@@ -121,7 +121,7 @@ def block_lengths(pmf: np.ndarray, budgets: np.ndarray, fill: str) -> tuple[np.n
     return out, np.concatenate([[0.0], np.cumsum(u)])[budgets]
 
 
-def review(blocks: list[tuple[float, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+def review_outcome(blocks: list[tuple[float, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
     """Tokens pmf of one review over independent blocks ``(accept, length_pmf)``, in order.
 
     Returns ``(tokens_pmf, all_accepted)``: ``tokens_pmf[t] = P(accepted + 1 = t)`` and
@@ -204,7 +204,7 @@ def review_call(
                 sizes[i] = padded_add(sizes[i], calls * sub.sizes[i])
         draft = np.convolve(draft, length)
         blocks.append((float(alpha[r, j]), length))
-    pmf, all_accepted = review(blocks)
+    pmf, all_accepted = review_outcome(blocks)
     m_pmf = np.concatenate([[0.0], draft])  # the review pass processes m = D + 1 positions
     passes[r] += 1.0
     cost[r] += pass_cost.expected(r, m_pmf)

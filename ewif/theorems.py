@@ -22,7 +22,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from ewif import _validate
+from ewif import validate
 from ewif._numerics import geometric_sum
 from ewif.pgf import Pgf
 
@@ -39,8 +39,8 @@ def phi(alpha: float, k: int) -> Pgf:
     ``φ'(1) = G(α, k) = (1 − α^(k+1))/(1 − α)`` (proved in :mod:`ewif.symbolic`).
     ``k = 0`` gives ``x`` (the reviewer's own token); so does ``α = 0``.
     """
-    alpha = _validate.probability("alpha", alpha)
-    k = _validate.count("k", k)
+    alpha = validate.probability("alpha", alpha)
+    k = validate.count("k", k)
     p = np.zeros(k + 2)
     p[1 : k + 1] = alpha ** np.arange(k) * (1.0 - alpha)
     p[k + 1] = alpha**k
@@ -56,7 +56,7 @@ def T(alpha: float, pgf: Pgf) -> float:
     so ``T_1(g) = 1 + g'(1)`` is exact; ``T_0(g) = 1`` is returned exactly (rather than the
     rounded ``Σ p_j``). Equals ``review(α, g).mean()``.
     """
-    alpha = _validate.probability("alpha", alpha)
+    alpha = validate.probability("alpha", alpha)
     p = _pgf("pgf", pgf).coefficients
     if alpha == 0:
         return 1.0
@@ -71,7 +71,7 @@ def review(alpha: float, pgf: Pgf) -> Pgf:
     ``i − 1`` tokens are accepted and then either token ``i`` exists and is rejected or the
     draft ended. Its mean is :func:`T`; ``review(α, Pgf.point(k)) == phi(α, k)``.
     """
-    alpha = _validate.probability("alpha", alpha)
+    alpha = validate.probability("alpha", alpha)
     p = _pgf("pgf", pgf).coefficients
     tail = np.cumsum(p[::-1])[::-1]  # tail[i] = P(L >= i)
     out = np.zeros(p.size + 1)
@@ -88,9 +88,9 @@ def sd_ewif(
     over arrays of ``alpha``, ``k``, ``c`` (float for scalars, ndarray otherwise).
     Exact edges: ``k = 0`` → 1, ``α = 0`` → ``1/(1 + kc)``, ``α = 1`` → ``(k+1)/(1 + kc)``.
     """
-    a = _validate.probabilities("alpha", alpha)
-    kk = _validate.counts("k", k)
-    cc = _validate.costs("c", c)
+    a = validate.probabilities("alpha", alpha)
+    kk = validate.counts("k", k)
+    cc = validate.costs("c", c)
     _broadcast(alpha=a, k=kk, c=cc)
     return _scalar(geometric_sum(1.0 - a, kk) / (1.0 + kk * cc))
 
@@ -114,8 +114,8 @@ def best_k(alpha: float, c: float) -> tuple[int, float]:
     is raised, when ``c = 0 < α`` (``E`` increases for ever) or ``α = 1`` with ``c < 1``
     (``E(k) = (k+1)/(1+kc)`` increases towards its supremum ``1/c``).
     """
-    alpha = _validate.probability("alpha", alpha)
-    c = _validate.cost("c", c)
+    alpha = validate.probability("alpha", alpha)
+    c = validate.cost("c", c)
     if alpha > 0 and (c == 0 or (alpha == 1 and c < 1)):
         raise ValueError(
             f"no finite optimal k for alpha={alpha!r}, c={c!r}: EWIF increases with k "
@@ -192,12 +192,12 @@ def vertical_ewif(
     ``S1 = Σ_{i=1}^{k} (α α2)^i = (α − φ(α))/(1 − α)`` and ``r = φ(α)/α`` with
     ``1 − r = (1 − α) α2 G(α α2, k−1)``. Broadcasts over all six arguments.
     """
-    a = _validate.probabilities("alpha", alpha)
-    a2 = _validate.probabilities("alpha2", alpha2)
-    kk = _validate.counts("k", k)
-    nn = _validate.counts("n", n)
-    cc1 = _validate.costs("c1", c1)
-    cc2 = _validate.costs("c2", c2)
+    a = validate.probabilities("alpha", alpha)
+    a2 = validate.probabilities("alpha2", alpha2)
+    kk = validate.counts("k", k)
+    nn = validate.counts("n", n)
+    cc1 = validate.costs("c1", c1)
+    cc2 = validate.costs("c2", c2)
     _broadcast(alpha=a, alpha2=a2, k=kk, n=nn, c1=cc1, c2=cc2)
     tokens = geometric_sum(1.0 - a, nn) + _vertical_excess(a, a2, kk, nn)
     return _scalar(tokens / (1.0 + nn * cc1 + nn * kk * cc2))
@@ -224,11 +224,11 @@ def vertical_c2_threshold(
     (α = 1 included, via the limit); with ``α = 0`` or ``α2 = 0`` the cascade never wins.
     For ``c2 > c2*`` the paper's "vertical cascade almost always improves EWIF" fails.
     """
-    a = _validate.probabilities("alpha", alpha)
-    a2 = _validate.probabilities("alpha2", alpha2)
-    kk = _validate.counts("k", k, minimum=1)
-    nn = _validate.counts("n", n, minimum=1)
-    cc1 = _validate.costs("c1", c1)
+    a = validate.probabilities("alpha", alpha)
+    a2 = validate.probabilities("alpha2", alpha2)
+    kk = validate.counts("k", k, minimum=1)
+    nn = validate.counts("n", n, minimum=1)
+    cc1 = validate.costs("c1", c1)
     _broadcast(alpha=a, alpha2=a2, k=kk, n=nn, c1=cc1)
     excess = _vertical_excess(a, a2, kk, nn)
     return _scalar((1.0 + nn * cc1) * excess / (nn * kk * geometric_sum(1.0 - a, nn)))

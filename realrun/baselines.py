@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import torch
 from transformers import DynamicCache, GenerationConfig, PreTrainedModel
 
-from ewif import _validate
+from ewif import validate
 
 
 @dataclass(frozen=True)
@@ -70,7 +70,7 @@ def hf_generate(
     ids = [int(t) for t in prompt]
     if not ids:
         raise ValueError("prompt must hold at least one token id, got an empty prompt")
-    max_new_tokens = _validate.count("max_new_tokens", max_new_tokens, minimum=1)
+    max_new_tokens = validate.count("max_new_tokens", max_new_tokens, minimum=1)
     if assistant_model is not None and prompt_lookup_num_tokens is not None:
         raise ValueError("give assistant_model or prompt_lookup_num_tokens, not both")
     extra: dict = {}
@@ -82,7 +82,7 @@ def hf_generate(
             )
         extra["assistant_model"] = assistant_model
     if prompt_lookup_num_tokens is not None:
-        lookup["prompt_lookup_num_tokens"] = _validate.count(
+        lookup["prompt_lookup_num_tokens"] = validate.count(
             "prompt_lookup_num_tokens", prompt_lookup_num_tokens, minimum=1
         )
     pad = eos_token_id if eos_token_id is not None else model.config.pad_token_id

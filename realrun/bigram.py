@@ -27,7 +27,7 @@ import torch
 from tqdm.auto import tqdm
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-from ewif import _validate
+from ewif import validate
 from realrun.loading import vocabulary_fingerprint
 
 FORMAT = "csd.bigram/1"
@@ -77,7 +77,7 @@ class BigramTable:
         """Count adjacent pairs in each text; ``vocab_size`` defaults to ``len(tokenizer)``
         (pass the model's logit width when it is larger)."""
         size = (
-            len(tokenizer) if vocab_size is None else _validate.count("vocab_size", vocab_size, 1)
+            len(tokenizer) if vocab_size is None else validate.count("vocab_size", vocab_size, 1)
         )
         pairs, unigrams = [], np.zeros(size, dtype=np.int64)
         for text in texts:
@@ -114,7 +114,7 @@ class BigramTable:
         batch_size: int = 256,
     ) -> BigramTable:
         """Distil ``argmax_b logits(b | [a])`` for every ``a`` (batched single-token passes)."""
-        batch_size = _validate.count("batch_size", batch_size, minimum=1)
+        batch_size = validate.count("batch_size", batch_size, minimum=1)
         size = int(model.get_output_embeddings().weight.shape[0])
         device = model.get_output_embeddings().weight.device
         table = np.empty(size, dtype=np.int64)

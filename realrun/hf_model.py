@@ -30,7 +30,7 @@ import numpy as np
 import torch
 from transformers import DynamicCache, PreTrainedModel
 
-from ewif import _validate
+from ewif import validate
 
 TimingHook = Callable[[int, float], None]
 
@@ -64,7 +64,7 @@ class HFTokenModel:
     def logits(self, tokens: Sequence[int], n: int) -> np.ndarray:
         """Float32 array ``(n, vocab_size)``: scores after each of the last ``n`` prefixes."""
         ids = [int(t) for t in tokens]
-        n = _validate.count("n", n, minimum=1)
+        n = validate.count("n", n, minimum=1)
         if n > len(ids):
             raise ValueError(f"n must be in [1, len(tokens)={len(ids)}], got {n}")
         bad = [t for t in ids if not 0 <= t < self.vocab_size]

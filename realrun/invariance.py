@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ewif import _validate
+from ewif import validate
 from simulate.tokens.interface import TokenModel
 
 
@@ -48,8 +48,8 @@ def batch_invariance(model: TokenModel, texts: Sequence[tuple[Sequence[int], Seq
     """Agreement of ``model``'s argmax between one pass over ``m`` positions and ``m``
     single passes, over blocks of each ``(prompt, continuation)`` in ``texts`` (module
     docstring); at most ``max_positions`` positions in all."""
-    m = _validate.count("m", m, minimum=1)
-    limit = None if max_positions is None else _validate.count("max_positions", max_positions,
+    m = validate.count("m", m, minimum=1)
+    limit = None if max_positions is None else validate.count("max_positions", max_positions,
                                                               minimum=1)
     positions = agreements = 0
     max_gap = None

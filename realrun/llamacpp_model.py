@@ -41,10 +41,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ewif import _validate
+from ewif import validate
 
 TimingHook = Callable[[int, float], None]
-_ERROR_LEVEL = 3  # ggml_log_level GGML_LOG_LEVEL_ERROR
+_ERROR_LEVEL = 4  # ggml_log_level GGML_LOG_LEVEL_ERROR (ggml.h)
 _state: dict = {}
 
 
@@ -96,8 +96,8 @@ class LlamaCppTokenModel:
             raise FileNotFoundError(f"GGUF file {str(path)!r} does not exist")
         if name is not None and (not isinstance(name, str) or not name):
             raise ValueError(f"name must be a non-empty string, got {name!r}")
-        self.n_ctx = _validate.count("n_ctx", n_ctx, minimum=1)
-        self.max_outputs = _validate.count("max_outputs", max_outputs, minimum=1)
+        self.n_ctx = validate.count("n_ctx", n_ctx, minimum=1)
+        self.max_outputs = validate.count("max_outputs", max_outputs, minimum=1)
         lib = _lib()
         self._lib = lib
         self.path = path
@@ -115,9 +115,9 @@ class LlamaCppTokenModel:
         lib.llama_model_desc(model, buf, len(buf))
         self.description = buf.value.decode(errors="replace")
         cores = os.cpu_count() or 1
-        threads = cores if n_threads is None else _validate.count("n_threads", n_threads,
+        threads = cores if n_threads is None else validate.count("n_threads", n_threads,
                                                                   minimum=1)
-        batch_threads = threads if n_threads_batch is None else _validate.count(
+        batch_threads = threads if n_threads_batch is None else validate.count(
             "n_threads_batch", n_threads_batch, minimum=1)
         cparams = lib.llama_context_default_params()
         cparams.n_ctx = self.n_ctx
@@ -151,8 +151,8 @@ class LlamaCppTokenModel:
     def set_threads(self, n_threads: int, n_threads_batch: int | None = None) -> None:
         """Use ``n_threads`` for one-token decodes and ``n_threads_batch`` (default the same)
         for batched ones, from the next call on."""
-        threads = _validate.count("n_threads", n_threads, minimum=1)
-        batch = threads if n_threads_batch is None else _validate.count(
+        threads = validate.count("n_threads", n_threads, minimum=1)
+        batch = threads if n_threads_batch is None else validate.count(
             "n_threads_batch", n_threads_batch, minimum=1)
         self._lib.llama_set_n_threads(self._ctx, threads, batch)
         self.n_threads, self.n_threads_batch = threads, batch
@@ -160,7 +160,7 @@ class LlamaCppTokenModel:
     def logits(self, tokens: Sequence[int], n: int) -> np.ndarray:
         """Float32 array ``(n, vocab_size)``: scores after each of the last ``n`` prefixes."""
         ids = [int(t) for t in tokens]
-        n = _validate.count("n", n, minimum=1)
+        n = validate.count("n", n, minimum=1)
         if n > len(ids):
             raise ValueError(f"n must be in [1, len(tokens)={len(ids)}], got {n}")
         if n > self.max_outputs:

@@ -45,7 +45,7 @@ from typing import Literal
 import numpy as np
 import torch
 
-from ewif import _validate
+from ewif import validate
 from realrun.bigram import BigramTable
 
 Occurrence = Literal["earliest", "latest"]
@@ -135,7 +135,7 @@ class MaxGram:
         self.bigram = bigram
         self.occurrence = occurrence
         self.priority = priority
-        self.min_match = _validate.count("min_match", min_match, minimum=1)
+        self.min_match = validate.count("min_match", min_match, minimum=1)
         self.device = None if device is None else torch.device(device)
         self.name = name
         self.vocab_size = bigram.vocab_size
@@ -152,10 +152,10 @@ class MaxGram:
         ids = [int(t) for t in tokens]
         if not ids:
             raise ValueError("tokens must be non-empty (the prompt has at least one token)")
-        p = _validate.count("prompt_length", prompt_length, minimum=1)
+        p = validate.count("prompt_length", prompt_length, minimum=1)
         if p > len(ids):
             raise ValueError(f"prompt_length must be in [1, len(tokens)={len(ids)}], got {p}")
-        k = _validate.count("k", k)
+        k = validate.count("k", k)
         bad = [t for t in ids if not 0 <= t < self.vocab_size]
         if bad:
             raise ValueError(f"tokens must be ids in [0, {self.vocab_size - 1}], got {bad[0]}")

@@ -50,7 +50,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from tqdm.auto import tqdm
 
-from ewif import _validate
+from ewif import validate
 from ewif.io import ModelSet
 from realrun.timing import PassTiming, time_passes, time_proposer
 from simulate.tokens.cascade import CascadeDecoder
@@ -320,10 +320,10 @@ def measure(
         if not p:
             raise ValueError(f"prompts[{i}] is empty; every prompt needs at least one token")
     for x in leniences:
-        if _validate._real("lenience", x) < 1.0:
+        if validate.real("lenience", x) < 1.0:
             raise ValueError(f"leniences must be >= 1, got {x!r}")
-    max_new_tokens = _validate.count("max_new_tokens", max_new_tokens, minimum=1)
-    max_m = _validate.count("max_m", max_m, minimum=1)
+    max_new_tokens = validate.count("max_new_tokens", max_new_tokens, minimum=1)
+    max_m = validate.count("max_m", max_m, minimum=1)
     decoding = Decoding() if decoding is None else decoding
     acceptance = measure_acceptance(models, prompts, max_new_tokens=max_new_tokens,
                                     leniences=leniences, decoding=decoding,

@@ -35,7 +35,7 @@ import torch
 from tqdm.auto import tqdm
 from transformers import PreTrainedTokenizerBase
 
-from ewif import _validate
+from ewif import validate
 from ewif.io import ModelSet
 from ewif.recommendation import Recommendation, recommend
 from ewif.results import Results
@@ -142,9 +142,9 @@ def split_prompts(prompts: str, measure_prompts: int, limit: int | None, *,
     """(measuring split, held-out split): the first ``measure_prompts`` prompts of the set,
     then the next ``limit`` (all remaining when None); with ``held_out`` the held-out split
     must be non-empty."""
-    k = _validate.count("measure_prompts", measure_prompts, minimum=1)
+    k = validate.count("measure_prompts", measure_prompts, minimum=1)
     every = load_prompts(prompts)
-    held = every[k:] if limit is None else every[k:k + _validate.count("limit", limit, minimum=1)]
+    held = every[k:] if limit is None else every[k:k + validate.count("limit", limit, minimum=1)]
     if held_out and not held:
         raise ValueError(f"the prompt set {prompts!r} has {len(every)} prompts: none is left "
                          f"for the held-out split after the {k} measuring prompts")
@@ -245,14 +245,14 @@ def measure_numerics(sources: Sequence[str], measuring: list[Prompt], *, mag: bo
     """Measure the family on the measuring split, choosing dtype and threads when ``"auto"``
     on a CPU (module docstring; the llama.cpp backend has one dtype, the GGUF's own, and
     runs on the CPU); returns the family loaded in the chosen numerics."""
-    min_agreement = _validate.probability("min_agreement", min_agreement)
-    max_m = 2 * k_max if max_m is None else _validate.count("max_m", max_m, minimum=1)
+    min_agreement = validate.probability("min_agreement", min_agreement)
+    max_m = 2 * k_max if max_m is None else validate.count("max_m", max_m, minimum=1)
     on_cpu = backend == "llama.cpp" or select_device(device).type == "cpu"
     if threads == "auto":
         cores = os.cpu_count() or 1
         counts = tuple(range(1, cores + 1)) if on_cpu else (torch.get_num_threads(),)
     else:
-        counts = (_validate.count("threads", threads, minimum=1),)
+        counts = (validate.count("threads", threads, minimum=1),)
     dtypes = CPU_DTYPES if (dtype == "auto" and on_cpu and backend == "transformers") else (
         dtype,)
     best: tuple[NumericsTrial, ModelSet, Family] | None = None
@@ -337,7 +337,7 @@ def realrun(
                              "give dtype and threads (--dtype, --threads) explicitly")
         family = load_family(sources, mag=mag, bigram=bigram, device=device, dtype=dtype,
                              names=names, backend=backend)
-        set_threads(family, _validate.count("threads", threads, minimum=1))
+        set_threads(family, validate.count("threads", threads, minimum=1))
         if tuple(model_set.models) != tuple(family.names):
             raise ValueError(f"the model set describes models {list(model_set.models)}, but "
                              f"the run loaded {family.names}")

@@ -22,7 +22,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from ewif import _validate
+from ewif import validate
 
 SHIPPED_DIR = Path(__file__).with_name("prompts")
 SHIPPED = ("gsm8k_style", "mmlu_style", "code")
@@ -82,7 +82,7 @@ def load_prompts(source: str | Path, limit: int | None = None) -> list[Prompt]:
     """The prompts of a shipped set (see :func:`available`) or of a JSONL file path;
     the first ``limit`` of them when given (``limit >= 1``)."""
     if limit is not None:
-        limit = _validate.count("limit", limit, minimum=1)
+        limit = validate.count("limit", limit, minimum=1)
     name = str(source)
     if name == "all":
         sets = [load_prompts(s) for s in SHIPPED]

@@ -9,7 +9,7 @@ same ``max_new_tokens`` and EOS:
 * ``sd`` — plain speculative decoding with one drafter and budget ``k`` (our
   :class:`~simulate.tokens.cascade.CascadeDecoder`, ``K = [[k]]``);
 * ``csd`` — a cascade ``models``/``K``/``lenience`` (given, or recommended by
-  :func:`ewif.optimize.optimize` on the measured model set);
+  :func:`ewif.recommendation.recommend` on the measured model set);
 * ``hf-assisted`` / ``hf-prompt-lookup`` — transformers' assisted generation with a neural
   drafter, and prompt lookup decoding (:mod:`realrun.baselines`).
 
@@ -47,12 +47,12 @@ from dataclasses import dataclass, field
 import numpy as np
 from tqdm.auto import tqdm
 
-from ewif import _validate, explain
+from ewif import explain, validate
 from ewif.cascade import Cascade
 from ewif.io import ModelSet
-from ewif.optimize import optimize
 from ewif.recommendation import Recommendation, recommend
-from ewif.results import MethodResult, Results, with_speedups
+from ewif.results import KINDS, MethodResult, Results, with_speedups
+from ewif.search import optimize
 from realrun.baselines import hf_generate
 from realrun.hf_model import HFTokenModel
 from realrun.llamacpp_model import LlamaCppTokenModel
@@ -60,7 +60,6 @@ from simulate.tokens.cascade import CascadeDecoder, CascadeStats
 from simulate.tokens.interface import Proposer
 from simulate.tokens.sampling import Decoding
 
-KINDS = ("autoregressive", "sd", "csd", "hf-assisted", "hf-prompt-lookup")
 #: Neural models that count their passes (prefilled before the clock, priced per pass size).
 _COUNTED = (HFTokenModel, LlamaCppTokenModel)
 
@@ -96,13 +95,8 @@ class Method:
 
 def cascade_method(name: str, kind: str, models: Sequence[str], K: object,
                    lenience: float = 1.0) -> Method:
-    """An sd/csd :class:`Method` with K checked to be a square integer matrix."""
-    arr = _validate.counts("K", K)
-    if arr.ndim != 2 or arr.shape != (len(models) - 1, len(models) - 1):
-        raise ValueError(
-            f"K must be a {len(models) - 1}x{len(models) - 1} matrix for models {list(models)}, "
-            f"got shape {arr.shape}"
-        )
+    """An sd/csd :class:`Method` with K checked (:func:`ewif.validate.budget_matrix`)."""
+    arr = validate.budget_matrix("K", K, len(models) - 1)
     return Method(name, kind, tuple(models), tuple(tuple(int(v) for v in r) for r in arr),
                   float(lenience))
 
@@ -128,7 +122,7 @@ def recommendation_record(rec: Recommendation) -> dict:
             "review_sizes": explain.review_sizes(rec.cascade())}
 
 
-def best_sd(model_set: ModelSet, drafter: str, k_max: int = 12) -> Method:
+def best_sd_method(model_set: ModelSet, drafter: str, k_max: int = 12) -> Method:
     """Plain SD with ``drafter`` at its ewif-optimal ``k ∈ 1..k_max``."""
     target = model_set.models[0]
     best = optimize(model_set, candidates=(target, drafter), bounds=(1, k_max),
@@ -145,7 +139,7 @@ def default_methods(model_set: ModelSet, neural: Sequence[str], *, csd: Method |
     target = model_set.models[0]
     csd = csd if csd is not None else recommended_method(recommend(model_set, k_max=k_max))
     methods = [Method("AR", "autoregressive", (target,))]
-    methods += [sd for sd in (best_sd(model_set, d, k_max) for d in model_set.models[1:])
+    methods += [sd for sd in (best_sd_method(model_set, d, k_max) for d in model_set.models[1:])
                 if (sd.models, sd.K) != (csd.models, csd.K)]  # the CSD may be a plain SD
     methods.append(csd)
     methods += [Method(f"HF assisted {d}", "hf-assisted", (target, d))
@@ -186,7 +180,7 @@ def run(
 ) -> Results:
     """Run every method on every prompt (token-id lists) and compare (module docstring)."""
     decoding = Decoding() if decoding is None else decoding
-    max_new_tokens = _validate.count("max_new_tokens", max_new_tokens, minimum=1)
+    max_new_tokens = validate.count("max_new_tokens", max_new_tokens, minimum=1)
     prompts = [[int(t) for t in p] for p in prompts]
     if not prompts:
         raise ValueError("prompts must hold at least one prompt")

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ewif import _validate
+from ewif import validate
 from simulate.tokens.interface import Proposer, TokenModel
 
 _DENSE_UP_TO = 6
@@ -38,7 +38,7 @@ _DENSE_UP_TO = 6
 def grid(max_m: int) -> tuple[int, ...]:
     """The timed ``m`` values: ``1..6`` densely, then every 2 up to 12, every 4 up to 32,
     every 8 beyond; ``max_m`` always included."""
-    max_m = _validate.count("max_m", max_m, minimum=1)
+    max_m = validate.count("max_m", max_m, minimum=1)
     points = set(range(1, min(max_m, _DENSE_UP_TO) + 1))
     m = _DENSE_UP_TO
     while m < max_m:
@@ -67,8 +67,8 @@ def time_passes(model: TokenModel, context: Sequence[int], max_m: int, repeats: 
     """Fastest wall time of one pass of ``model`` feeding ``m`` fresh tokens after the cached
     ``context``, for every ``m`` of :func:`grid` ``(max_m)`` (module docstring)."""
     ms = grid(max_m)
-    repeats = _validate.count("repeats", repeats, minimum=1)
-    warmup = _validate.count("warmup", warmup)
+    repeats = validate.count("repeats", repeats, minimum=1)
+    warmup = validate.count("warmup", warmup)
     ctx = [int(t) for t in context]
     if not ctx:
         raise ValueError("context must hold at least one token")
@@ -99,8 +99,8 @@ def time_passes(model: TokenModel, context: Sequence[int], max_m: int, repeats: 
 def time_proposer(proposer: Proposer, context: Sequence[int], prompt_length: int, k: int,
                   repeats: int = 5) -> float:
     """Fastest seconds per proposed token of ``propose(context, prompt_length, k)``."""
-    k = _validate.count("k", k, minimum=1)
-    repeats = _validate.count("repeats", repeats, minimum=1)
+    k = validate.count("k", k, minimum=1)
+    repeats = validate.count("repeats", repeats, minimum=1)
     ctx = [int(t) for t in context]
     proposer.propose(ctx, prompt_length, k)
     best = float("inf")

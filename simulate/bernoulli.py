@@ -46,11 +46,9 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from ewif import _validate
-from ewif.review_call import is_leaf
+from ewif import validate
+from ewif.review_call import FILLS, is_leaf
 from simulate.stats import Estimate, mean_estimate, ratio_estimate, wilson_interval
-
-FILLS = ("tokens", "rounds")
 
 
 @dataclass(frozen=True)
@@ -80,18 +78,16 @@ class CascadeSpec:
                 f"cascade must be an ewif.Cascade (with .alpha, .cost, .K), "
                 f"got {type(cascade).__name__} without {', '.join(missing)}"
             )
-        K = _validate.counts("K", cascade.K)
-        if K.ndim != 2 or K.shape[0] != K.shape[1] or K.shape[0] < 1:
-            raise ValueError(f"K must be a square n×n matrix with n >= 1, got shape {K.shape}")
-        n = K.shape[0]
-        if np.any(np.tril(K, -1)):
-            raise ValueError(f"K must be upper-triangular, got {K.tolist()}")
+        n = int(np.shape(cascade.K)[0]) if np.ndim(cascade.K) == 2 else -1
+        if n < 1:
+            raise ValueError(f"K must be a square n×n matrix with n >= 1, got {cascade.K!r}")
+        K = validate.budget_matrix("K", cascade.K, n)
         alpha = np.asarray(cascade.alpha, dtype=float)
         if alpha.shape != (n + 1, n + 1):
             raise ValueError(f"alpha must be {n + 1}x{n + 1} for K of size {n}, got {alpha.shape}")
-        cost = _validate.costs("cost", cascade.cost)
+        cost = validate.costs("cost", cascade.cost)
         cpt_raw = getattr(cascade, "cost_per_token", None)
-        cpt = np.zeros(n + 1) if cpt_raw is None else _validate.costs("cost_per_token", cpt_raw)
+        cpt = np.zeros(n + 1) if cpt_raw is None else validate.costs("cost_per_token", cpt_raw)
         if cost.shape != (n + 1,) or cpt.shape != (n + 1,):
             raise ValueError(
                 f"cost and cost_per_token must have {n + 1} entries, got {cost.shape}, {cpt.shape}"
@@ -102,13 +98,13 @@ class CascadeSpec:
         for r in range(n):
             for j in range(r + 1, n + 1):
                 if K[r, j - 1]:
-                    _validate.probability(f"alpha[{r}][{j}]", float(alpha[r, j]))
+                    validate.probability(f"alpha[{r}][{j}]", float(alpha[r, j]))
         raw = getattr(cascade, "cost_curve", None)
         curves = None
         if raw is not None:
             if len(raw) != n + 1:
                 raise ValueError(f"cost_curve must hold {n + 1} curves, got {len(raw)}")
-            curves = tuple(_validate.costs(f"cost_curve[{i}]", c) for i, c in enumerate(raw))
+            curves = tuple(validate.costs(f"cost_curve[{i}]", c) for i, c in enumerate(raw))
             for i, c in enumerate(curves):
                 if c.ndim != 1 or c.size == 0:
                     raise ValueError(f"cost_curve[{i}] must be a non-empty list, got {c!r}")
@@ -493,7 +489,7 @@ class SimulationResult:
         ``conditional=True``: the same given that position ``i`` exists and is reached
         (all earlier positions accepted) — the per-position acceptance rate.
         """
-        m = _validate.count("max_position", max_position, minimum=1)
+        m = validate.count("max_position", max_position, minimum=1)
         acc = _padded(self.tally.accepted_hist, m + 1)
         ok = np.cumsum(acc[::-1])[::-1][1 : m + 1]  # ok[i-1] = #(accepted >= i)
         if conditional:
@@ -571,8 +567,8 @@ def simulate(
     ``interrupted=True``.
     """
     spec = CascadeSpec.of(cascade)
-    trials = _validate.count("trials", trials, minimum=2)
-    batch_size = _validate.count("batch_size", batch_size, minimum=1)
+    trials = validate.count("trials", trials, minimum=2)
+    batch_size = validate.count("batch_size", batch_size, minimum=1)
     rng = generator(seed)
     engine = Engine(spec, acceptance)
     tally, interrupted, seconds = run_batches(

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from ewif import _validate
+from ewif import validate
 from simulate.bernoulli import SimulationResult, simulate
 from simulate.stats import ChiSquare, binomial_z, chi_square_gof, normal_quantile
 
@@ -106,7 +106,7 @@ def compare(
     m = (
         default_max_position(cascade)
         if max_position is None
-        else _validate.count("max_position", max_position, minimum=1)
+        else validate.count("max_position", max_position, minimum=1)
     )
     rows: list[Row] = []
     for name, est, exact in (

@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from ewif import _validate
+from ewif import validate
 from simulate.bernoulli import (
     CascadeSpec,
     Engine,
@@ -52,7 +52,7 @@ class PositionAcceptance:
 
     def __post_init__(self) -> None:
         for (r, j), curve in self.curves.items():
-            arr = _validate.probabilities(f"curves[({r}, {j})]", curve)
+            arr = validate.probabilities(f"curves[({r}, {j})]", curve)
             if arr.ndim != 1 or arr.size == 0:
                 raise ValueError(f"curves[({r}, {j})] must be a non-empty 1-D array")
 
@@ -166,8 +166,8 @@ def simulate_markov(
     Ctrl-C keeps the steps completed by every stream (``interrupted=True``).
     """
     spec = CascadeSpec.of(cascade)
-    streams = _validate.count("streams", streams, minimum=2)
-    steps = _validate.count("steps", steps, minimum=1)
+    streams = validate.count("streams", streams, minimum=2)
+    steps = validate.count("steps", steps, minimum=1)
     from tqdm.auto import tqdm
 
     rng = generator(seed)

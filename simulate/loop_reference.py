@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ewif import _validate
+from ewif import validate
 from simulate.bernoulli import CascadeSpec, SimulationResult, StepBatch, Tally
 
 
@@ -73,7 +73,7 @@ class _Step:
 def simulate_loop(cascade: Any, trials: int, seed: int | None = 0) -> SimulationResult:
     """Simulate ``trials`` target steps one by one; same result type as ``simulate``."""
     spec = CascadeSpec.of(cascade)
-    trials = _validate.count("trials", trials, minimum=2)
+    trials = validate.count("trials", trials, minimum=2)
     rng = random.Random(seed)
     n1 = spec.n + 1
     rows: list[tuple[int, int, int]] = []

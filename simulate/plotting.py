@@ -14,7 +14,7 @@ for machines). In a notebook a :class:`Plot` of a PNG displays itself.
 * :func:`plot_ewif_vs_k` — EWIF against draft length for SD, vertical and horizontal
   cascades (:mod:`ewif.plotting.ewif_vs_k`), from numbers or from a model set.
 * :func:`plot_landscape` — EWIF over two K entries around a cascade, others fixed
-  (:func:`ewif.optimize.landscape`).
+  (:func:`ewif.landscape.landscape`).
 * :func:`plot_calibration` — predicted vs measured speedup of a ``csd.results/1`` run.
 """
 
@@ -28,9 +28,9 @@ from typing import Any
 
 import numpy as np
 
-from ewif import _validate
 from ewif import io as _io
 from ewif import results as _results
+from ewif import validate
 from ewif.cascade import Cascade
 from ewif.plotting import style
 
@@ -118,7 +118,7 @@ def measured_curve(
     """
     from simulate.stats import wilson_interval
 
-    level = _validate.probability("level", level)
+    level = validate.probability("level", level)
     path = Path(path)
     try:
         data = json.loads(path.read_text()) if path.suffix.lower() == ".json" else None
@@ -174,7 +174,7 @@ def _from_model_set(ms: _io.ModelSet, pair: tuple[int, int] | None, path: Path):
     key = f"{pair[0]},{pair[1]}"
     trials = (ms.metadata.get("alpha_by_position_trials") or {}).get(key)
     if trials is not None:
-        trials = _validate.count(f"{path}: metadata.alpha_by_position_trials[{key}]", trials, 1)
+        trials = validate.count(f"{path}: metadata.alpha_by_position_trials[{key}]", trials, 1)
     r, j = pair
     label = f"measured: {ms.models[r]} reviewing {ms.models[j]}"
     return label, ms.alpha_by_position[pair], trials
@@ -213,8 +213,8 @@ def plot_decay(
     if max_position is None:
         longest = max(1, int(cascade.tokens_pgf().max_value) - 1)
         max_position = measured.p.size if measured is not None else min(longest, MAX_POSITIONS)
-    m = _validate.count("max_position", max_position, minimum=1)
-    trials = _validate.count("trials", trials)
+    m = validate.count("max_position", max_position, minimum=1)
+    trials = validate.count("trials", trials)
     exact = cascade.acceptance_by_position(m)
     summary: dict[str, Any] = {
         "cascade": _describe(cascade), "alpha_iid": alpha,
@@ -302,8 +302,9 @@ def plot_landscape(
 ) -> Plot:
     """EWIF heat map over two K entries ``(r, j)`` (1-based) of ``cascade``, the others held;
     default entries: the two whose variation changes EWIF most."""
-    from ewif.optimize import Configuration, OptimizeResult, landscape
+    from ewif.landscape import landscape
     from ewif.plotting.landscape import plot_landscape as _draw
+    from ewif.search import Configuration, OptimizeResult
 
     path = style.output_path(path)
     if not cascade.names:

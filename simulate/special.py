@@ -23,7 +23,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ewif import _validate
+from ewif import validate
 from simulate.bernoulli import SimulationResult, StepBatch, generator, run_batches
 
 
@@ -43,8 +43,8 @@ def _run(
     batch_size: int,
     progress: bool,
 ) -> SimulationResult:
-    trials = _validate.count("trials", trials, minimum=2)
-    batch_size = _validate.count("batch_size", batch_size, minimum=1)
+    trials = validate.count("trials", trials, minimum=2)
+    batch_size = validate.count("batch_size", batch_size, minimum=1)
     rng = generator(seed)
     tally, interrupted, seconds = run_batches(
         lambda size: make(size, rng), n_models, trials, batch_size, progress
@@ -63,9 +63,9 @@ def simulate_sd(
     progress: bool = False,
 ) -> SimulationResult:
     """Plain speculative decoding: ``k`` draft tokens, each accepted w.p. ``alpha``."""
-    alpha = _validate.probability("alpha", alpha)
-    k = _validate.count("k", k)
-    c = _validate.cost("c", c)
+    alpha = validate.probability("alpha", alpha)
+    k = validate.count("k", k)
+    c = validate.cost("c", c)
 
     def make(size: int, rng: np.random.Generator) -> StepBatch:
         accepted = _leading_run(rng.random((size, k)) < alpha, k)
@@ -91,12 +91,12 @@ def simulate_vertical(
 ) -> SimulationResult:
     """Theorem 4.3: ``n`` rounds (d1 reviews ``k`` tokens of d2, acceptance ``alpha2``)
     build the draft, which the target reviews with acceptance ``alpha``."""
-    alpha = _validate.probability("alpha", alpha)
-    alpha2 = _validate.probability("alpha2", alpha2)
-    k = _validate.count("k", k)
-    n = _validate.count("n", n)
-    c1 = _validate.cost("c1", c1)
-    c2 = _validate.cost("c2", c2)
+    alpha = validate.probability("alpha", alpha)
+    alpha2 = validate.probability("alpha2", alpha2)
+    k = validate.count("k", k)
+    n = validate.count("n", n)
+    c1 = validate.cost("c1", c1)
+    c2 = validate.cost("c2", c2)
 
     def make(size: int, rng: np.random.Generator) -> StepBatch:
         draft = np.zeros(size, dtype=np.int64)
@@ -127,8 +127,8 @@ def simulate_horizontal(
 
     Call counts are reported per position (row ``i`` = the drafter of position ``i``).
     """
-    a = _validate.probabilities("alphas", alphas)
-    c = _validate.costs("costs", costs)
+    a = validate.probabilities("alphas", alphas)
+    c = validate.costs("costs", costs)
     if a.ndim != 1 or c.shape != a.shape:
         raise ValueError(
             f"alphas and costs must be 1-D of the same length, got {a.shape} and {c.shape}"

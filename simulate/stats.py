@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special as _special
 
-from ewif import _validate
+from ewif import validate
 
 
 @dataclass(frozen=True)
@@ -90,7 +90,7 @@ class ChiSquare:
 
 def normal_quantile(level: float) -> float:
     """``z`` with ``P(|N(0,1)| ≤ z) = level``; ``level`` in (0, 1)."""
-    level = _validate.probability("level", level)
+    level = validate.probability("level", level)
     if not 0.0 < level < 1.0:
         raise ValueError(f"level must be strictly between 0 and 1, got {level!r}")
     return float(-_special.ndtri((1.0 - level) / 2.0))
@@ -108,7 +108,7 @@ def z_score(value: float, exact: float, se: float) -> float:
 
 def mean_estimate(total: float, total_sq: float, n: int, level: float = 0.999) -> Estimate:
     """Sample mean of ``n`` i.i.d. values from their sum and sum of squares."""
-    n = _validate.count("n", n, minimum=1)
+    n = validate.count("n", n, minimum=1)
     z = normal_quantile(level)
     mean = total / n
     var = max(total_sq / n - mean * mean, 0.0) * n / max(n - 1, 1)
@@ -130,7 +130,7 @@ def ratio_estimate(
     ``Var(x − R y) = Var x − 2R Cov(x, y) + R² Var y`` is formed from the sums, and
     ``se(R̂) = sqrt(Var(x − R̂ y)/n) / ȳ``.
     """
-    n = _validate.count("n", n, minimum=1)
+    n = validate.count("n", n, minimum=1)
     if sum_y <= 0.0:
         raise ValueError(f"sum_y must be positive for a ratio estimate, got {sum_y!r}")
     z = normal_quantile(level)
@@ -163,7 +163,7 @@ def batch_ratio_estimate(x: np.ndarray, y: np.ndarray, level: float = 0.999) -> 
     r = float(x.sum() / y.sum())
     d = x - r * y
     se = float(math.sqrt(d.var(ddof=1) / b) / y.mean())
-    level = _validate.probability("level", level)
+    level = validate.probability("level", level)
     t = float(_special.stdtrit(b - 1, 1.0 - (1.0 - level) / 2.0))
     return Estimate(r, se, r - t * se, r + t * se, level)
 

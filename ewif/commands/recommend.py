@@ -44,8 +44,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from ewif import limits
     from ewif.explain import review_sizes
-    from ewif.optimize import best_sd
     from ewif.recommendation import load_model_set, recommend
+    from ewif.search import best_sd
 
     ms, where = load_model_set(args.preset, args.from_file)
     if args.top < 1:
@@ -106,7 +106,7 @@ def _plot_paths(path: str) -> tuple[Path, Path]:
 
 
 def _plots(result, casc, ms, paths, k_max) -> list[Path]:
-    from ewif.optimize import landscape
+    from ewif.landscape import landscape
     from ewif.plotting.decay import plot_decay
     from ewif.plotting.landscape import plot_landscape
 

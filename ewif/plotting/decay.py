@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ewif import _validate
+from ewif import validate
 from ewif.plotting import style
 
 
@@ -30,14 +30,14 @@ def plot_decay(
     drawn as points with error bars. Writes ``path`` (PNG/SVG/PDF by suffix).
     """
     path = style.output_path(path)
-    curve = _validate.probabilities("cascade_curve", cascade_curve)
+    curve = validate.probabilities("cascade_curve", cascade_curve)
     if curve.ndim != 1 or curve.size == 0:
         raise ValueError(f"cascade_curve must be a non-empty 1-D array, got shape {curve.shape}")
     i = np.arange(1, curve.size + 1)
     fig, ax = style.figure(title, "draft position i (tokens)", "P(position i accepted)")
     ax.plot(i, curve, label=label, **style.line(0))
     if alpha is not None:
-        a = _validate.probability("alpha", alpha)
+        a = validate.probability("alpha", alpha)
         ax.plot(i, a**i, label=f"i.i.d. α^i, α = {a:.3g}", **style.line(1))
     for k, (name, pts) in enumerate((("simulated", simulated), ("measured", measured))):
         if pts is None:

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from ewif import _validate
+from ewif import validate
 from ewif.horizontal import horizontal_ewif
 from ewif.plotting import style
 from ewif.theorems import best_k, sd_ewif, vertical_ewif
@@ -80,15 +80,15 @@ def ewif_vs_k_curves(
 
     ``alpha12`` enables the vertical curve, ``alpha2`` the horizontal curve and SD with d2.
     """
-    alpha1 = _validate.probability("alpha1", alpha1)
-    c1 = _validate.cost("c1", c1)
-    c2 = _validate.cost("c2", c2)
-    k_max = _validate.count("k_max", k_max, minimum=1)
-    inner_k_max = _validate.count("inner_k_max", inner_k_max, minimum=1)
+    alpha1 = validate.probability("alpha1", alpha1)
+    c1 = validate.cost("c1", c1)
+    c2 = validate.cost("c2", c2)
+    k_max = validate.count("k_max", k_max, minimum=1)
+    inner_k_max = validate.count("inner_k_max", inner_k_max, minimum=1)
     if alpha2 is not None:
-        alpha2 = _validate.probability("alpha2", alpha2)
+        alpha2 = validate.probability("alpha2", alpha2)
     if alpha12 is not None:
-        alpha12 = _validate.probability("alpha12", alpha12)
+        alpha12 = validate.probability("alpha12", alpha12)
     k_max = max(k_max, _sd_optimum(alpha1, c1) + 2)
     if alpha2 is not None:
         k_max = max(k_max, _sd_optimum(alpha2, c2) + 2)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ewif.optimize import Landscape
+from ewif.landscape import Landscape
 from ewif.plotting import style
 
 

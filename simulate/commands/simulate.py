@@ -2,7 +2,7 @@
 
 The configuration comes from a model-set file (``FILE``) or a preset (``--preset``); the
 cascade is, in order of precedence: ``--models``/``--K``/``--lenience`` given on the
-command line, the set's ``cascade`` section, or the configuration ``ewif.optimize``
+command line, the set's ``cascade`` section, or the configuration ``ewif.recommendation``
 recommends with ``csd recommend``'s default search space. Exit status 0 when every
 quantity agrees with the exact theory (Bonferroni at ``--level``), 1 when some test
 rejects, 2 for bad input.
@@ -79,18 +79,18 @@ def _cascade(args: argparse.Namespace, ms: Any) -> tuple[Any, str, float]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ewif import _validate, limits
+    from ewif import limits, validate
     from ewif.recommendation import load_model_set
     from simulate.bernoulli import simulate
     from simulate.compare import compare, default_max_position
 
-    trials = _validate.count("--trials", args.trials, minimum=2)
+    trials = validate.count("--trials", args.trials, minimum=2)
     limits.count("--trials", trials, limits.MAX_TRIALS, "target steps (minutes at worst)")
-    level = _validate.probability("--level", args.level)
+    level = validate.probability("--level", args.level)
     if not 0.0 < level < 1.0:
         raise ValueError(f"--level must be strictly between 0 and 1, got {args.level!r}")
     if args.positions is not None:
-        _validate.count("--positions", args.positions, minimum=1)
+        validate.count("--positions", args.positions, minimum=1)
         limits.count("--positions", args.positions, limits.MAX_POSITIONS, "draft positions")
     if args.plot:
         from ewif.plotting import style

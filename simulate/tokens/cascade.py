@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ewif import _validate
+from ewif import validate
 from ewif.review_call import is_leaf
 from simulate.tokens.interface import Proposer, TokenModel
 from simulate.tokens.review import TokenLaw, greedy_review, speculative_review
@@ -224,7 +224,7 @@ class CascadeDecoder:
                     f"models[{j}] ({self._models[j].name!r}) is a Proposer, but row {j + 1} of "
                     "K gives it drafts to review; a Proposer can only be a leaf (zero K row)"
                 )
-        x = _validate._real("lenience", lenience)
+        x = validate.real("lenience", lenience)
         if x < 1.0:
             raise ValueError(f"lenience must be a finite number >= 1, got {lenience!r}")
         self.lenience = x
@@ -235,7 +235,7 @@ class CascadeDecoder:
         if not isinstance(lenient_target, bool):
             raise TypeError(f"lenient_target must be a bool, got {lenient_target!r}")
         self.lenient_target = lenient_target
-        self.seed = None if seed is None else _validate.count("seed", seed)
+        self.seed = None if seed is None else validate.count("seed", seed)
         self._rng = np.random.default_rng(self.seed)
         self._vocab = self._models[0].vocab_size
         self._seen: list[list[int]] = [[] for _ in self._models]
@@ -267,7 +267,7 @@ class CascadeDecoder:
         seq = _check_tokens("prompt", prompt, self._vocab)
         if not seq:
             raise ValueError("prompt must hold at least one token id, got an empty prompt")
-        limit = _validate.count("max_new_tokens", max_new_tokens)
+        limit = validate.count("max_new_tokens", max_new_tokens)
         if eos_token_id is not None and (
             isinstance(eos_token_id, bool)
             or not isinstance(eos_token_id, (int, np.integer))
@@ -429,21 +429,9 @@ def _check_models(models: object) -> list[TokenModel | Proposer]:
 
 def _check_budgets(K: object, n: int) -> list[list[int]]:
     """K as an (n, n) upper-triangular list of lists of non-negative ints."""
-    try:
-        arr = np.asarray(K)
-    except ValueError:
-        raise ValueError(f"K must be an ({n}, {n}) integer matrix, got {K!r}") from None
-    if n == 0 and arr.size == 0:
+    if n == 0 and validate.counts("K", K).size == 0:
         return []
-    if arr.shape != (n, n):
-        raise ValueError(f"K must have shape ({n}, {n}) for {n} drafter(s), got shape {arr.shape}")
-    arr = _validate.counts("K", arr)
-    low = np.argwhere(np.tril(arr, -1))
-    if len(low):
-        r, j = (int(v) + 1 for v in low[0])
-        raise ValueError(
-            f"K must be upper triangular, got k_{r}{j} = {arr[r - 1, j - 1]} below the diagonal"
-        )
+    arr = validate.budget_matrix("K", K, n)
     if not arr[0].any():
         raise ValueError(
             "K row 1 (the target's review) is all zero, so no drafter would be used; for "

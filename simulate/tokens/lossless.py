@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 from tqdm import tqdm
 
-from ewif import _validate
+from ewif import validate
 from simulate.stats import ChiSquare, chi_square_gof
 from simulate.tokens.cascade import CascadeDecoder
 from simulate.tokens.interface import TokenModel
@@ -48,7 +48,7 @@ def target_distribution(
 
     Only outcomes of positive probability are listed; the values sum to 1.
     """
-    depth = _validate.count("m", m, minimum=1)
+    depth = validate.count("m", m, minimum=1)
     prompt = list(prompt)
     frontier: dict[Outcome, float] = {(): 1.0}
     done: dict[Outcome, float] = {}
@@ -75,8 +75,8 @@ def sample_prefixes(
 ) -> tuple[Counter, bool]:
     """Counts of the first ``m`` tokens over ``samples`` generations of ``decoder``, and
     whether Ctrl-C stopped the run early (the counts are then partial)."""
-    m = _validate.count("m", m, minimum=1)
-    total = _validate.count("samples", samples, minimum=1)
+    m = validate.count("m", m, minimum=1)
+    total = validate.count("samples", samples, minimum=1)
     counts: Counter = Counter()
     interrupted = False
     with tqdm(total=total, disable=not progress, desc="samples", miniters=1000) as bar:
@@ -131,7 +131,7 @@ def check_lossless(
 ) -> LosslessReport:
     """Chi-square test (at ``level``) of ``decoder``'s first ``m`` tokens against the
     exact law of its target (``decoder.models[0]``) under ``decoder.decoding``."""
-    lvl = _validate.probability("level", level)
+    lvl = validate.probability("level", level)
     exact = target_distribution(decoder.models[0], prompt, m, decoder.decoding, eos_token_id)
     counts, interrupted = sample_prefixes(decoder, prompt, m, samples, eos_token_id, progress)
     test = chi_square(counts, exact)
@@ -147,7 +147,7 @@ def greedy_reference(
     """The target's own greedy decoding: argmax (lowest id on ties), one pass per token."""
     seq = list(prompt)
     out: list[int] = []
-    for _ in range(_validate.count("max_new_tokens", max_new_tokens)):
+    for _ in range(validate.count("max_new_tokens", max_new_tokens)):
         token = int(np.argmax(model.logits(seq, 1)[0]))
         out.append(token)
         seq = [*seq, token]  # a fresh list: the model may keep the one it was given

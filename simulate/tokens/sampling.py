@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ewif import _validate
+from ewif import validate
 
 
 @dataclass(frozen=True)
@@ -45,8 +45,8 @@ class Decoding:
     top_p: float = 1.0
 
     def __post_init__(self) -> None:
-        t = _validate.cost("temperature", self.temperature)
-        p = _validate.probability("top_p", self.top_p)
+        t = validate.cost("temperature", self.temperature)
+        p = validate.probability("top_p", self.top_p)
         if p <= 0.0:
             raise ValueError(f"top_p must be a finite number in (0, 1], got {self.top_p!r}")
         object.__setattr__(self, "temperature", t)

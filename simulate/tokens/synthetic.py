@@ -29,7 +29,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ewif import _validate
+from ewif import validate
 
 
 class SyntheticLM:
@@ -41,8 +41,8 @@ class SyntheticLM:
     """
 
     def __init__(self, table: object, context: int, name: str = "synthetic") -> None:
-        self.context = _validate.count("context", context, minimum=1)
-        probs = _validate.probabilities("table", table)
+        self.context = validate.count("context", context, minimum=1)
+        probs = validate.probabilities("table", table)
         if probs.ndim != 2 or probs.shape[1] < 2:
             raise ValueError(f"table must be a 2-D array with >= 2 columns, got {probs.shape}")
         vocab = probs.shape[1]
@@ -74,10 +74,10 @@ class SyntheticLM:
         """A table of ``softmax(sharpness · N(0, 1))`` rows from ``seed``, formed as
         ``exp(sharpness · (g − max g))`` so no sharpness overflows to NaN (an exponent
         overflowing to ``-inf`` is below ``-max float``: its ``exp`` is 0 exactly)."""
-        vocab = _validate.count("vocab_size", vocab_size, minimum=2)
-        ctx = _validate.count("context", context, minimum=1)
-        scale = _validate.cost("sharpness", sharpness)
-        rng = np.random.default_rng(_validate.count("seed", seed))
+        vocab = validate.count("vocab_size", vocab_size, minimum=2)
+        ctx = validate.count("context", context, minimum=1)
+        scale = validate.cost("sharpness", sharpness)
+        rng = np.random.default_rng(validate.count("seed", seed))
         g = rng.standard_normal(((vocab + 1) ** ctx, vocab))
         with np.errstate(over="ignore"):
             z = np.exp(scale * (g - g.max(axis=1, keepdims=True)))
@@ -87,8 +87,8 @@ class SyntheticLM:
         """A drafter accepted with probability exactly ``alpha`` in every context (see
         the module docstring); raises ValueError if ``alpha`` is below the reachable
         minimum ``1 − min_c TV(p, n_c)``."""
-        a = _validate.probability("alpha", alpha)
-        rng = np.random.default_rng(_validate.count("seed", seed))
+        a = validate.probability("alpha", alpha)
+        rng = np.random.default_rng(validate.count("seed", seed))
         vocab = self.vocab_size
         low = np.argsort(self.table, axis=1, kind="stable")[:, : max(1, vocab // 2)]
         noise = np.zeros_like(self.table)
@@ -141,7 +141,7 @@ class SyntheticProposer:
     (``"bigram"``). Sets ``last_sources`` on every call."""
 
     def __init__(self, bigram: Sequence[int], name: str = "proposer") -> None:
-        table = _validate.counts("bigram", bigram)
+        table = validate.counts("bigram", bigram)
         vocab = len(table)
         if table.ndim != 1 or vocab < 2 or (table >= vocab).any():
             raise ValueError(f"bigram must list one next token in [0, V) per token, got {bigram!r}")

@@ -10,8 +10,10 @@ import pytest
 
 from ewif import best_k
 from ewif.cascade import Cascade
-from ewif.optimize import as_model_set, best_sd, landscape, optimize, paper_bounds
+from ewif.landscape import landscape
 from ewif.presets import load_preset
+from ewif.search import as_model_set, best_sd, optimize
+from ewif.space import paper_bounds
 
 NAN = np.nan
 

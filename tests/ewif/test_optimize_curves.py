@@ -14,8 +14,9 @@ from hypothesis import strategies as st
 
 from ewif.cascade import Cascade
 from ewif.io import ModelSet
-from ewif.optimize import optimize, paper_bounds
 from ewif.presets import load_preset
+from ewif.search import optimize
+from ewif.space import paper_bounds
 
 NAN = np.nan
 
@@ -128,7 +129,7 @@ def test_dinkelbach_is_exact_with_drafter_curves_and_refuses_a_target_curve():
 
 def test_auto_picks_exhaustive_for_a_target_curve(monkeypatch):
     # every space counts as "large"
-    monkeypatch.setattr(sys.modules["ewif.optimize"], "_EXHAUSTIVE_LIMIT", 0)
+    monkeypatch.setattr(sys.modules["ewif.search"], "_EXHAUSTIVE_LIMIT", 0)
     ms = load_preset("flan-t5-ms")
     assert optimize(ms, bounds=paper_bounds(3), subsets=False).method == "dinkelbach"
     bent = dataclasses.replace(ms, cost_curve=(np.array([1.0, 1.97, 1.79]),

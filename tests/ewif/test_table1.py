@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 
 from ewif.cascade import Cascade
-from ewif.optimize import best_sd, optimize
 from ewif.presets import load_preset
+from ewif.search import best_sd, optimize
 
 
 def with_costs(name, c_base, c_small):

@@ -177,13 +177,13 @@ def test_progress_and_interrupt() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "match"),
     [
-        ({"K": [[1, 1], [1, 1]]}, "upper triangular"),
+        ({"K": [[1, 1], [1, 1]]}, "upper-triangular"),
         ({"K": [[1, 1]]}, r"shape \(2, 2\)"),
         ({"K": [[1, 2, 3]]}, r"shape \(2, 2\)"),
         ({"K": [[1, -1], [0, 1]]}, "K must hold integers >= 0"),
         ({"K": [[1.5, 1], [0, 1]]}, "K must hold integers"),
         ({"K": [[0, 0], [0, 1]]}, "row 1"),
-        ({"K": [[1], [0, 1]]}, "integer matrix"),
+        ({"K": [[1], [0, 1]]}, "rectangular array of integers"),
         ({"models": [TARGET, PROP, D2]}, "Proposer"),
         ({"models": [PROP, D1, D2]}, "cannot review"),
         ({"models": [TARGET, D1, SyntheticLM.random(9, 2)]}, "vocabulary"),

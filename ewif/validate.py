@@ -1,4 +1,5 @@
-"""Argument checks shared by the whole project.
+"""Argument checks shared by the whole project (ewif, simulate and realrun), used at public
+boundaries: internal helpers trust their callers.
 
 Every check raises ``ValueError`` (or ``TypeError`` for a wrong kind of object) whose
 message names the argument, the offending value and the allowed range, e.g.
@@ -16,7 +17,7 @@ import numpy as np
 
 def probability(name: str, value: object) -> float:
     """A scalar in [0, 1]."""
-    x = _real(name, value)
+    x = real(name, value)
     if not (0.0 <= x <= 1.0):
         raise ValueError(f"{name} must be a finite number in [0, 1], got {value!r}")
     return x
@@ -26,7 +27,7 @@ def probabilities(name: str, value: object) -> np.ndarray:
     """An array (any shape, scalars included) of values in [0, 1]."""
     if np.ndim(value) == 0:
         return np.asarray(probability(name, _item(value)))
-    arr = _real_array(name, value)
+    arr = real_array(name, value)
     if arr.size and not (arr.min() >= 0.0 and arr.max() <= 1.0):  # NaN fails both
         bad = ~((arr >= 0.0) & (arr <= 1.0))
         raise ValueError(
@@ -37,7 +38,7 @@ def probabilities(name: str, value: object) -> np.ndarray:
 
 def cost(name: str, value: object) -> float:
     """A finite scalar >= 0."""
-    x = _real(name, value)
+    x = real(name, value)
     if x < 0:
         raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
     return x
@@ -47,7 +48,7 @@ def costs(name: str, value: object) -> np.ndarray:
     """An array (any shape, scalars included) of finite values >= 0."""
     if np.ndim(value) == 0:
         return np.asarray(cost(name, _item(value)))
-    arr = _real_array(name, value)
+    arr = real_array(name, value)
     if arr.size and not (arr.min() >= 0.0 and np.isfinite(arr.max())):
         bad = ~((arr >= 0.0) & np.isfinite(arr))
         raise ValueError(f"{name} must hold finite numbers >= 0, got {arr[bad].flat[0]!r}")
@@ -68,7 +69,12 @@ def count(name: str, value: object, minimum: int = 0) -> int:
 
 def counts(name: str, value: object, minimum: int = 0) -> np.ndarray:
     """An integer array (any shape, scalars included) with entries >= minimum."""
-    if np.ndim(value) == 0:
+    try:
+        scalar = np.ndim(value) == 0
+    except ValueError:  # ragged nesting
+        raise ValueError(f"{name} must be a rectangular array of integers >= {minimum}, got "
+                         f"{value!r}") from None
+    if scalar:
         return np.asarray(count(name, _item(value), minimum))
     try:
         if _has_bool(value):
@@ -91,6 +97,23 @@ def counts(name: str, value: object, minimum: int = 0) -> np.ndarray:
     return arr
 
 
+def budget_matrix(name: str, value: object, n: int) -> np.ndarray:
+    """The ``n×n`` budget matrix K of Algorithm 1: non-negative integers, upper-triangular
+    (``k_rj`` is the budget of drafter ``j`` when model ``r − 1`` reviews, and a model only
+    reviews smaller ones)."""
+    K = counts(name, value)
+    if K.shape != (n, n):
+        raise ValueError(f"{name} must have shape ({n}, {n}) (one row per reviewer), "
+                         f"got shape {K.shape}")
+    low = np.argwhere(np.tril(K, -1))
+    if len(low):
+        r, j = (int(v) + 1 for v in low[0])
+        raise ValueError(
+            f"{name} must be upper-triangular: k_{r}{j} = {K[r - 1, j - 1]} is below the "
+            f"diagonal (model {r - 1} can only review smaller models {r}..{n})")
+    return K
+
+
 def same_length(**named: Sequence) -> int:
     """All sequences have one length; returns it."""
     lengths = {name: len(v) for name, v in named.items()}
@@ -105,7 +128,7 @@ def _item(value: object) -> object:
     return value.item() if isinstance(value, np.ndarray | np.generic) else value
 
 
-def _real(name: str, value: object) -> float:
+def real(name: str, value: object) -> float:
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise ValueError(f"{name} must be a real number, got {value!r}")
     x = float(value)
@@ -121,7 +144,7 @@ def _has_bool(value: object) -> bool:
     return False
 
 
-def _real_array(name: str, value: object) -> np.ndarray:
+def real_array(name: str, value: object) -> np.ndarray:
     try:
         if _has_bool(value):
             raise TypeError

@@ -1,4 +1,8 @@
-"""Find the best cascade: model subset, budgets K and lenience, exactly.
+"""The exact search for the best cascade: model subset, budgets K and lenience.
+
+:func:`optimize` searches a space of :mod:`ewif.space`; the upper envelopes behind
+Dinkelbach's step are :mod:`ewif.envelope`; :mod:`ewif.landscape` varies two entries of a
+configuration.
 
 The objective is the EWIF of :class:`ewif.cascade.Cascade` (same semantics). Two exact
 strategies share one decomposition of a target step:
@@ -56,14 +60,12 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ewif import _validate
+from ewif import envelope, validate
 from ewif.cascade import FILLS, Cascade
 from ewif.io import ModelSet
 from ewif.pass_cost import PassCost
 from ewif.review_call import block_lengths, is_leaf, review_call
-
-Entry = tuple[int, int]  # (r, j) 1-based as in k_rj
-BoundSpec = int | tuple[int, int] | Sequence[int]
+from ewif.space import BoundSpec, Entry
 
 _EXHAUSTIVE_LIMIT = 5_000_000
 
@@ -118,65 +120,6 @@ class OptimizeResult:
         """The :class:`Cascade` of ``config`` (default: the best)."""
         c = self.best if config is None else config
         return Cascade.from_model_set(self.model_set, c.models, c.K, c.lenience, fill=self.fill)
-
-
-def paper_bounds(k_max: int = 30, mag_block: int = 10) -> dict[Entry, BoundSpec]:
-    """The paper's search space for (target, BASE, SMALL, MaG): ``k11, k12, k22 ∈ 1..k_max``
-    and every MaG budget ``k13 = k23 = k33 = mag_block`` (Table 5 / Appendix B)."""
-    k_max = _validate.count("k_max", k_max, minimum=1)
-    mag_block = _validate.count("mag_block", mag_block, minimum=0)
-    rng = (1, k_max)
-    return {
-        (1, 1): rng,
-        (1, 2): rng,
-        (2, 2): rng,
-        (1, 3): mag_block,
-        (2, 3): mag_block,
-        (3, 3): mag_block,
-    }
-
-
-class SearchSpace(NamedTuple):
-    """Bounds for :func:`optimize`, a human label, and the largest free budget ``k_max``."""
-
-    bounds: dict[Entry, BoundSpec] | tuple[int, int]
-    label: str
-    k_max: int
-
-
-def is_paper_shape(model_set: ModelSet) -> bool:
-    """True for the paper's family: target, BASE, SMALL (costlier first) and a free MaG."""
-    c = model_set.cost
-    return len(model_set.models) == 4 and c[3] == 0 and c[1] >= c[2] > 0
-
-
-def search_space(
-    model_set: ModelSet, space: str = "auto", k_max: int | None = None, mag_block: int = 10
-) -> SearchSpace:
-    """The default search space of ``csd recommend`` (and ``csd simulate``).
-
-    ``space="paper"``: :func:`paper_bounds` (needs the paper's 4-model shape), ``k_max``
-    default 30. ``"full"``: every upper-triangular K with entries ``0..k_max`` (default 12;
-    zero budgets drop drafters, so all subsets are searched). ``"auto"``: paper when
-    :func:`is_paper_shape`, else full.
-    """
-    if space not in ("auto", "paper", "full"):
-        raise ValueError(f"space must be 'auto', 'paper' or 'full', got {space!r}")
-    if space == "auto":
-        space = "paper" if is_paper_shape(model_set) else "full"
-    k_max = _validate.count("k_max", 30 if space == "paper" and k_max is None else
-                            12 if k_max is None else k_max, minimum=1)
-    if space == "paper":
-        if len(model_set.models) != 4:
-            raise ValueError(
-                f"the paper space needs 4 models (target, BASE, SMALL, MaG), the set has "
-                f"{list(model_set.models)}"
-            )
-        label = f"paper space: k11, k12, k22 in 1..{k_max}, MaG blocks {mag_block}"
-        return SearchSpace(paper_bounds(k_max, mag_block), label, k_max)
-    label = f"full upper-triangular K, entries 0..{k_max} (all drafter subsets)"
-    return SearchSpace((0, k_max), label, k_max)
-
 
 def as_model_set(
     source: ModelSet | Mapping[float, object] | object,
@@ -253,7 +196,7 @@ def optimize(
         raise ValueError(f"fill must be one of {FILLS}, got {fill!r}")
     if method not in ("auto", "exhaustive", "dinkelbach"):
         raise ValueError(f"method must be 'auto', 'exhaustive' or 'dinkelbach', got {method!r}")
-    top = _validate.count("top", top, minimum=1)
+    top = validate.count("top", top, minimum=1)
     cands = tuple(ms.models if candidates is None else candidates)
     idx = [ms.index(m) for m in cands]
     if idx[0] != 0 or len(cands) < 2 or sorted(set(idx)) != idx:
@@ -274,7 +217,7 @@ def optimize(
     if subsets and not uniform:
         raise ValueError("subsets=True needs bounds=(lo, hi); a mapping describes one cascade")
     if uniform:
-        lo, hi = (_validate.count("bounds[0]", bounds[0]), _validate.count("bounds[1]", bounds[1]))
+        lo, hi = (validate.count("bounds[0]", bounds[0]), validate.count("bounds[1]", bounds[1]))
         if lo > hi:
             raise ValueError(f"bounds must satisfy lo <= hi, got {bounds!r}")
     drafters = cands[1:]
@@ -398,14 +341,14 @@ def _order(c: Configuration, ms: ModelSet) -> tuple:
 
 def _values(name: str, spec: BoundSpec) -> tuple[int, ...]:
     if isinstance(spec, (int, np.integer)) and not isinstance(spec, bool):
-        return (_validate.count(name, spec),)
+        return (validate.count(name, spec),)
     spec = tuple(spec)
     if len(spec) == 2 and not isinstance(spec, list):
-        lo, hi = (_validate.count(name, spec[0]), _validate.count(name, spec[1]))
+        lo, hi = (validate.count(name, spec[0]), validate.count(name, spec[1]))
         if lo > hi:
             raise ValueError(f"{name} range must satisfy lo <= hi, got {spec!r}")
         return tuple(range(lo, hi + 1))
-    vals = tuple(sorted({_validate.count(name, v) for v in spec}))
+    vals = tuple(sorted({validate.count(name, v) for v in spec}))
     if not vals:
         raise ValueError(f"{name} must allow at least one value")
     return vals
@@ -655,7 +598,7 @@ class _Space:
         while True:
             value, arg = -np.inf, None
             for prep, first, rest in prepared:
-                v, choice = _query(_lines(rest, lam), first.P)
+                v, choice = envelope.query(envelope.lines(rest, lam), first.P)
                 total = 1.0 - lam * unit + first.E - lam * first.C + v
                 i = int(np.argmax(total))
                 if total[i] > value:
@@ -699,65 +642,6 @@ def _top_with_ties(values: np.ndarray, top: int) -> np.ndarray:
     kth = np.partition(values[finite], count - k)[count - k]
     return np.flatnonzero(finite & (values >= kth - 1e-9 * abs(kth)))
 
-
-def _lines(rest: list[np.ndarray], lam: float):
-    """Upper envelope of Φ_2 as (slopes, intercepts, choices), built from the last block back."""
-    m, c, ch = np.zeros(1), np.zeros(1), np.zeros((1, 0), dtype=np.int64)
-    for blk in reversed(rest):
-        P, E, C = blk
-        nb = P.size
-        m2 = (E[:, None] + P[:, None] * m[None, :]).reshape(-1)
-        c2 = (-lam * C[:, None] + c[None, :]).reshape(-1)
-        ch2 = np.concatenate(
-            [np.repeat(np.arange(nb), m.size)[:, None], np.tile(ch, (nb, 1))], axis=1
-        )
-        keep = _hull(m2, c2)
-        m, c, ch = m2[keep], c2[keep], ch2[keep]
-    return m, c, ch
-
-
-def _hull(m: np.ndarray, c: np.ndarray) -> np.ndarray:
-    """Indices of lines ``y = m x + c`` that contain a maximiser for every ``x ∈ [0, 1]``.
-
-    Convex-hull trick: sort by slope (ties keep the larger intercept); a line between two
-    others is dropped when its neighbours cross before it overtakes the left one; a line
-    that only overtakes the current top beyond ``x = 1`` is never a maximiser on [0, 1].
-    """
-    order = np.lexsort((-c, m))
-    stack: list[int] = []
-    for i in order:
-        if stack and m[stack[-1]] == m[i]:
-            continue
-        while stack:
-            j = stack[-1]
-            if c[j] <= c[i]:  # m[j] < m[i]: i is at least as high on all x >= 0
-                stack.pop()
-                continue
-            if len(stack) >= 2:
-                k = stack[-2]
-                if (c[k] - c[i]) * (m[j] - m[k]) <= (c[k] - c[j]) * (m[i] - m[k]):
-                    stack.pop()
-                    continue
-            break
-        if stack and (c[stack[-1]] - c[i]) >= (m[i] - m[stack[-1]]):
-            continue  # i overtakes the top only at x >= 1
-        stack.append(i)
-    return np.asarray(stack, dtype=np.int64)
-
-
-def _query(hull, p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """max over envelope lines at points p, and the choice path of the maximising line."""
-    m, c, ch = hull
-    vals = p[:, None] * m[None, :] + c[None, :] if m.size <= 64 else None
-    if vals is None:  # large envelope: chunk to bound memory
-        best = np.empty(p.size, dtype=np.int64)
-        for s in range(0, p.size, 4096):
-            best[s : s + 4096] = np.argmax(p[s : s + 4096, None] * m + c, axis=1)
-    else:
-        best = np.argmax(vals, axis=1)
-    return p * m[best] + c[best], ch[best]
-
-
 def _expand(v: np.ndarray, ndim: int) -> np.ndarray:
     return v.reshape((-1,) + (1,) * ndim)
 
@@ -800,67 +684,3 @@ def _canonical(models: tuple[str, ...], K: np.ndarray) -> tuple[tuple[str, ...],
                     stack.append(j)
     ix = np.asarray(sorted(used))
     return tuple(models[i] for i in ix), K[np.ix_(ix[:-1], ix[1:] - 1)].copy()
-
-
-@dataclass(frozen=True)
-class Landscape:
-    """EWIF over two K entries of a configuration, the others held at their values.
-
-    ``grid[i, j]`` is the exact EWIF with ``k_{entries[0]} = x[i]`` and
-    ``k_{entries[1]} = y[j]`` (NaN where the configuration would be invalid).
-    """
-
-    config: Configuration
-    entries: tuple[Entry, Entry]
-    x: np.ndarray
-    y: np.ndarray
-    grid: np.ndarray
-
-
-def landscape(
-    result: OptimizeResult,
-    entries: tuple[Entry, Entry] | None = None,
-    k_max: int = 30,
-    config: Configuration | None = None,
-) -> Landscape:
-    """EWIF grid around ``config`` (default: the best) over two K entries ``(r, j)`` (1-based).
-
-    By default the two *most important* entries are used: those whose one-at-a-time
-    variation over ``1..k_max`` (others fixed) changes the EWIF most.
-    """
-    cfg = result.best if config is None else config
-    k_max = _validate.count("k_max", k_max, minimum=1)
-    n = cfg.K.shape[0]
-    free = [(r, j) for r in range(1, n + 1) for j in range(r, n + 1) if cfg.K[r - 1, j - 1] > 0]
-    if entries is None:
-        if len(free) < 2:
-            free = [(r, j) for r in range(1, n + 1) for j in range(r, n + 1)]
-        spread = {}
-        for e in free:
-            vals = [_ewif_at(result, cfg, {e: v}) for v in range(1, k_max + 1)]
-            vals = np.asarray(vals, dtype=float)
-            spread[e] = float(np.nanmax(vals) - np.nanmin(vals)) if np.isfinite(vals).any() else 0
-        if len(spread) < 2:
-            raise ValueError(f"a {n}x{n} K has fewer than two entries to vary")
-        ranked = sorted(spread, key=lambda e: -spread[e])
-        entries = (ranked[0], ranked[1])
-    for r, j in entries:
-        if not (1 <= r <= j <= n):
-            raise ValueError(f"landscape entry k_{r}{j} is outside the upper triangle of K")
-    x = np.arange(1, k_max + 1)
-    grid = np.array(
-        [[_ewif_at(result, cfg, {entries[0]: a, entries[1]: b}) for b in x] for a in x]
-    )
-    return Landscape(cfg, (tuple(entries[0]), tuple(entries[1])), x, x.copy(), grid)
-
-
-def _ewif_at(result: OptimizeResult, cfg: Configuration, changes: dict[Entry, int]) -> float:
-    K = cfg.K.copy()
-    for (r, j), v in changes.items():
-        K[r - 1, j - 1] = v
-    try:
-        return Cascade.from_model_set(
-            result.model_set, cfg.models, K, cfg.lenience, fill=result.fill
-        ).ewif()
-    except ValueError:
-        return float("nan")

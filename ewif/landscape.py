@@ -1,0 +1,76 @@
+"""The EWIF landscape around a configuration: two K entries varied, the others held."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ewif import validate
+from ewif.cascade import Cascade
+from ewif.search import Configuration, OptimizeResult
+from ewif.space import Entry
+
+
+@dataclass(frozen=True)
+class Landscape:
+    """EWIF over two K entries of a configuration, the others held at their values.
+
+    ``grid[i, j]`` is the exact EWIF with ``k_{entries[0]} = x[i]`` and
+    ``k_{entries[1]} = y[j]`` (NaN where the configuration would be invalid).
+    """
+
+    config: Configuration
+    entries: tuple[Entry, Entry]
+    x: np.ndarray
+    y: np.ndarray
+    grid: np.ndarray
+
+
+def landscape(
+    result: OptimizeResult,
+    entries: tuple[Entry, Entry] | None = None,
+    k_max: int = 30,
+    config: Configuration | None = None,
+) -> Landscape:
+    """EWIF grid around ``config`` (default: the best) over two K entries ``(r, j)`` (1-based).
+
+    By default the two *most important* entries are used: those whose one-at-a-time
+    variation over ``1..k_max`` (others fixed) changes the EWIF most.
+    """
+    cfg = result.best if config is None else config
+    k_max = validate.count("k_max", k_max, minimum=1)
+    n = cfg.K.shape[0]
+    free = [(r, j) for r in range(1, n + 1) for j in range(r, n + 1) if cfg.K[r - 1, j - 1] > 0]
+    if entries is None:
+        if len(free) < 2:
+            free = [(r, j) for r in range(1, n + 1) for j in range(r, n + 1)]
+        spread = {}
+        for e in free:
+            vals = [_ewif_at(result, cfg, {e: v}) for v in range(1, k_max + 1)]
+            vals = np.asarray(vals, dtype=float)
+            spread[e] = float(np.nanmax(vals) - np.nanmin(vals)) if np.isfinite(vals).any() else 0
+        if len(spread) < 2:
+            raise ValueError(f"a {n}x{n} K has fewer than two entries to vary")
+        ranked = sorted(spread, key=lambda e: -spread[e])
+        entries = (ranked[0], ranked[1])
+    for r, j in entries:
+        if not (1 <= r <= j <= n):
+            raise ValueError(f"landscape entry k_{r}{j} is outside the upper triangle of K")
+    x = np.arange(1, k_max + 1)
+    grid = np.array(
+        [[_ewif_at(result, cfg, {entries[0]: a, entries[1]: b}) for b in x] for a in x]
+    )
+    return Landscape(cfg, (tuple(entries[0]), tuple(entries[1])), x, x.copy(), grid)
+
+
+def _ewif_at(result: OptimizeResult, cfg: Configuration, changes: dict[Entry, int]) -> float:
+    K = cfg.K.copy()
+    for (r, j), v in changes.items():
+        K[r - 1, j - 1] = v
+    try:
+        return Cascade.from_model_set(
+            result.model_set, cfg.models, K, cfg.lenience, fill=result.fill
+        ).ewif()
+    except ValueError:
+        return float("nan")
