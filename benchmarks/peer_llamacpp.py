@@ -170,12 +170,15 @@ def run_peers(commands: dict[str, list[str]], texts: list[str], timeout: float,
         path.write_text(text, encoding="utf-8")
         for name in names[i % len(names):] + names[:i % len(names)]:
             argv = [*commands[name], "-f", str(path)]
-            proc = subprocess.run(argv, capture_output=True, encoding="utf-8", errors="replace",
-                                  timeout=timeout, check=False)
-            if proc.returncode != 0:
-                raise RuntimeError(f"{name} failed ({proc.returncode}): {' '.join(argv)}\n"
-                                   f"{proc.stderr[-3000:]}")
-            runs[name].add(parse_output(proc.stdout + proc.stderr, Path(argv[0]).name))
+            log = workdir / "log.txt"
+            with log.open("wb") as fh:  # a file and no stdin: pipes lost output now and then
+                code = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=fh,
+                                      stderr=subprocess.STDOUT, timeout=timeout,
+                                      check=False).returncode
+            text = log.read_text(encoding="utf-8", errors="replace")
+            if code != 0:
+                raise RuntimeError(f"{name} failed ({code}): {' '.join(argv)}\n{text[-3000:]}")
+            runs[name].add(parse_output(text, Path(argv[0]).name))
     return runs
 
 

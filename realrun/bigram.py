@@ -13,7 +13,7 @@ Max-Gram's fallback is a deterministic bigram model, so only its argmax matters:
   (each batch row is one context; only the argmax ids leave the device).
 
 Files are ``.npz`` (format ``csd.bigram/1``): ``next_token`` (int64) plus the tokenizer's
-:func:`realrun.loading.vocabulary_fingerprint`, checked by :meth:`BigramTable.load`.
+:func:`realrun.vocabulary.vocabulary_fingerprint`, checked by :meth:`BigramTable.load`.
 """
 
 from __future__ import annotations
@@ -21,14 +21,16 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import torch
 from tqdm.auto import tqdm
-from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from ewif import validate
-from realrun.loading import vocabulary_fingerprint
+from realrun.vocabulary import vocabulary_fingerprint
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 FORMAT = "csd.bigram/1"
 
@@ -70,7 +72,7 @@ class BigramTable:
     def from_corpus(
         cls,
         texts: Iterable[str],
-        tokenizer: PreTrainedTokenizerBase,
+        tokenizer: Any,
         *,
         vocab_size: int | None = None,
     ) -> BigramTable:
@@ -109,11 +111,13 @@ class BigramTable:
     def from_model(
         cls,
         model: PreTrainedModel,
-        tokenizer: PreTrainedTokenizerBase,
+        tokenizer: Any,
         *,
         batch_size: int = 256,
     ) -> BigramTable:
         """Distil ``argmax_b logits(b | [a])`` for every ``a`` (batched single-token passes)."""
+        import torch
+
         batch_size = validate.count("batch_size", batch_size, minimum=1)
         size = int(model.get_output_embeddings().weight.shape[0])
         device = model.get_output_embeddings().weight.device
@@ -142,7 +146,7 @@ class BigramTable:
 
     @classmethod
     def load(
-        cls, path: str | Path, tokenizer: PreTrainedTokenizerBase | None = None
+        cls, path: str | Path, tokenizer: Any | None = None
     ) -> BigramTable:
         """Read a table; with ``tokenizer``, refuse one built for another vocabulary."""
         path = Path(path)

@@ -276,7 +276,7 @@ def load_gguf_models(sources: Sequence[str], *, names: Sequence[str] | None = No
     stored (``dtype`` must be ``"auto"``), on the CPU (``device`` ``"auto"`` or ``"cpu"``);
     the tokenizer is the target's (:func:`gguf_tokenizer`), checked to be every model's and
     to agree with llama.cpp's EOS."""
-    from realrun.loading import check_shared_vocabulary
+    from realrun.vocabulary import check_shared_vocabulary
 
     if dtype != "auto":
         raise ValueError(f"the llama.cpp backend runs a GGUF's weights as stored: dtype must "

@@ -11,8 +11,7 @@ A *source* is one of
   every ``from_pretrained`` call passes ``local_files_only=True``.
 
 All models of one cascade must share one tokenizer, because the cascade passes token
-ids between them: :func:`check_shared_vocabulary` compares the token->id maps and the
-special tokens (BOS, EOS, UNK) and names the first difference.
+ids between them: :func:`realrun.vocabulary.check_shared_vocabulary` checks it.
 """
 
 from __future__ import annotations
@@ -22,7 +21,6 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,7 +44,6 @@ _DTYPES = {
     "bfloat16": torch.bfloat16,
     "float64": torch.float64,
 }
-_SPECIAL = ("bos_token", "eos_token", "unk_token")
 
 
 @dataclass(frozen=True)
@@ -230,55 +227,6 @@ def load_model(
         device=chosen,
         dtype=torch_dtype,
     )
-
-
-def check_shared_vocabulary(tokenizers: Mapping[str, PreTrainedTokenizerBase]) -> None:
-    """Raise ValueError unless all tokenizers (keyed by model name) map the same tokens to
-    the same ids and agree on BOS, EOS and UNK; the message names both models and the
-    first difference (the smallest differing id, or the first differing special token).
-    Padding is not compared: at batch size 1 nothing is padded."""
-    items = list(tokenizers.items())
-    if not items:
-        raise ValueError("check_shared_vocabulary needs at least one tokenizer, got none")
-    ref_name, ref = items[0]
-    ref_vocab = ref.get_vocab()
-    for other_name, other in items[1:]:
-        vocab = other.get_vocab()
-        if vocab != ref_vocab:
-            raise ValueError(
-                f"models {ref_name!r} and {other_name!r} do not share a tokenizer: "
-                f"{_first_difference(ref_vocab, vocab, ref_name, other_name)}"
-            )
-        for special in _SPECIAL:
-            a, b = getattr(ref, special, None), getattr(other, special, None)
-            if a != b:
-                raise ValueError(
-                    f"models {ref_name!r} and {other_name!r} do not share a tokenizer: "
-                    f"{special} is {a!r} in {ref_name!r} but {b!r} in {other_name!r}"
-                )
-
-
-def vocabulary_fingerprint(tokenizer: PreTrainedTokenizerBase) -> str:
-    """sha256 (hex) of the token->id map and the special tokens; equal fingerprints mean
-    :func:`check_shared_vocabulary` would accept the pair."""
-    payload = {
-        "vocab": sorted(tokenizer.get_vocab().items(), key=lambda kv: kv[1]),
-        "special": [getattr(tokenizer, s, None) for s in _SPECIAL],
-    }
-    return hashlib.sha256(json.dumps(payload, ensure_ascii=False).encode()).hexdigest()
-
-
-def _first_difference(a: dict[str, int], b: dict[str, int], name_a: str, name_b: str) -> str:
-    by_id_a = {i: t for t, i in a.items()}
-    by_id_b = {i: t for t, i in b.items()}
-    for token_id in sorted(set(by_id_a) | set(by_id_b)):
-        ta, tb = by_id_a.get(token_id), by_id_b.get(token_id)
-        if ta != tb:
-            return (
-                f"id {token_id} is {ta!r} in {name_a!r} but {tb!r} in {name_b!r} "
-                f"(vocabulary sizes {len(a)} and {len(b)})"
-            )
-    return f"a token maps to two ids; vocabulary sizes {len(a)} and {len(b)}"
 
 
 def _not_found(source: str | Path) -> FileNotFoundError:

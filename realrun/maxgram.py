@@ -40,13 +40,15 @@ instead of the O(n * L) backward extension of the paper's listing.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
-import torch
 
 from ewif import validate
 from realrun.bigram import BigramTable
+
+if TYPE_CHECKING:
+    import torch
 
 Occurrence = Literal["earliest", "latest"]
 Priority = Literal["prompt", "longest"]
@@ -136,7 +138,12 @@ class MaxGram:
         self.occurrence = occurrence
         self.priority = priority
         self.min_match = validate.count("min_match", min_match, minimum=1)
-        self.device = None if device is None else torch.device(device)
+        if device is None:
+            self.device = self._torch = None
+        else:  # torch only for the device backend: Max-Gram itself is integer work
+            import torch
+
+            self.device, self._torch = torch.device(device), torch
         self.name = name
         self.vocab_size = bigram.vocab_size
         self.last_sources: list[str] = []
@@ -229,7 +236,7 @@ class MaxGram:
         capacity = max(64, 2 * size)
         if self.device is None:
             return np.empty(capacity, dtype=np.int64)
-        return torch.empty(capacity, dtype=torch.int64, device=self.device)
+        return self._torch.empty(capacity, dtype=self._torch.int64, device=self.device)
 
     def _store(self, j: int, c: int) -> None:
         if j >= len(self._gen):
@@ -241,7 +248,7 @@ class MaxGram:
     def _zeros(self, size: int):
         if self.device is None:
             return np.zeros(size, dtype=np.int64)
-        return torch.zeros(size, dtype=torch.int64, device=self.device)
+        return self._torch.zeros(size, dtype=self._torch.int64, device=self.device)
 
     def _update(self, prev, g: int, c: int):
         """lambda over the end indices P..P+g-1 once ``c`` is appended at index P+g."""
@@ -250,6 +257,7 @@ class MaxGram:
             shifted = np.concatenate(([0], prev))[:g]
             cap = np.arange(1, g + 1, dtype=np.int64)
             return np.where(gen == c, np.minimum(shifted + 1, cap), 0)
+        torch = self._torch
         shifted = torch.cat((self._zeros(1), prev))[:g]
         cap = torch.arange(1, g + 1, dtype=torch.int64, device=self.device)
         return torch.where(gen == c, torch.minimum(shifted + 1, cap), 0)

@@ -42,7 +42,7 @@ from ewif.results import Results
 from realrun.bigram import BigramTable
 from realrun.hf_model import HFTokenModel
 from realrun.invariance import Invariance, batch_invariance
-from realrun.loading import check_shared_vocabulary, load_model, select_device
+from realrun.loading import load_model, select_device
 from realrun.maxgram import MaxGram
 from realrun.measure import assemble_model_set, check_models, measure_acceptance, measure_costs
 from realrun.prompts import Prompt, encode, load_prompts
@@ -54,6 +54,7 @@ from realrun.run import (
     recommended_method,
     run,
 )
+from realrun.vocabulary import check_shared_vocabulary
 from simulate.tokens.interface import Proposer, TokenModel
 from simulate.tokens.sampling import Decoding
 

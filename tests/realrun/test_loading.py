@@ -10,15 +10,9 @@ import torch
 from transformers import AutoTokenizer
 
 import realrun.loading as loading
-from realrun.loading import (
-    check_shared_vocabulary,
-    load_model,
-    load_tokenizer,
-    resolve_dtype,
-    select_device,
-    vocabulary_fingerprint,
-)
+from realrun.loading import load_model, load_tokenizer, resolve_dtype, select_device
 from realrun.tiny import WORDS, build_llama, build_tokenizer
+from realrun.vocabulary import check_shared_vocabulary, vocabulary_fingerprint
 
 
 def _logits(model, ids):

@@ -163,3 +163,14 @@ def test_bad_options():
         MaxGram(BIGRAM, min_match=0)
     with pytest.raises(TypeError, match="BigramTable"):
         MaxGram([1, 2])
+
+
+def test_maxgram_imports_without_torch():
+    """Max-Gram is integer work: importing it (and its bigram table) loads neither torch nor
+    transformers."""
+    import subprocess
+    import sys
+
+    code = ("import sys, realrun.maxgram, realrun.bigram; "
+            "assert 'torch' not in sys.modules and 'transformers' not in sys.modules")
+    subprocess.run([sys.executable, "-c", code], check=True)
