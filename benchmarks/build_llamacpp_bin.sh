@@ -16,6 +16,12 @@ WORK="$CACHE/llamacpp-bin/src-$VERSION"
 rm -rf "$WORK" && mkdir -p "$WORK"
 tar xzf "$SDIST" -C "$WORK"
 SRC="$WORK/llama_cpp_python-$VERSION/vendor/llama.cpp"
+# llama.cpp's logger is asynchronous and not flushed at exit (upstream issue #22142): the
+# final lines (timings, acceptance) are lost now and then. Flush it at exit; nothing else
+# changes.
+sed -i '0,/log->set_colors(tty_can_use_colors());/s||&\n        std::atexit([] { common_log_pause(common_log_main()); });|' \
+  "$SRC/common/log.cpp"
+[[ $(grep -c 'std::atexit(\[\] { common_log_pause' "$SRC/common/log.cpp") == 1 ]]
 start=$(date +%s)
 cmake -S "$SRC" -B "$WORK/build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DGGML_NATIVE=ON -DBUILD_SHARED_LIBS=OFF -DLLAMA_BUILD_EXAMPLES=ON \

@@ -9,12 +9,13 @@ one driving process, greedy:
   drafter at its ewif-best k and the recommended CSD on the held-out split;
 * llama.cpp's programs, built from the source vendored in the llama-cpp-python sdist
   (``benchmarks/build_llamacpp_bin.sh``), one invocation per prompt and method:
-  ``llama-completion`` (autoregressive; seconds = ``eval time`` + ``sampling time`` of its perf
-  report, prompt eval excluded), ``llama-speculative-simple --spec-type draft-simple -md
-  DRAFTER`` (draft-model speculation, ``--spec-draft-n-max k --spec-draft-p-min 0``), ``llama-lookup`` (n-gram cache
-  lookup decoding, ``--spec-draft-n-max M``) and ``llama-speculative-simple --spec-type
-  ngram-simple`` (``--spec-ngram-simple-size-n N --spec-ngram-simple-size-m M``); seconds =
-  their ``decoded N tokens in S seconds`` (prompt prefill excluded, as ours).
+  ``llama-completion`` (autoregressive; seconds = ``eval time`` + ``sampling time`` of its
+  perf report, prompt eval excluded), ``llama-speculative-simple --spec-type draft-simple
+  -md DRAFTER`` (draft-model speculation, ``--spec-draft-n-max k --spec-draft-p-min 0``),
+  ``llama-lookup`` (n-gram cache lookup decoding, ``--spec-draft-n-max M``) and
+  ``llama-speculative-simple --spec-type ngram-simple`` (``--spec-ngram-simple-size-n N
+  --spec-ngram-simple-size-m M``); seconds = their ``decoded N tokens in S seconds`` (prompt
+  prefill excluded, as ours).
 
 Predictions (speed-up over the method's own engine's AR), from what the pipeline measured on the
 llama.cpp backend (model set: α, cost curves ``c_i(m)`` in target one-token passes):
@@ -74,7 +75,7 @@ HERE = Path(__file__).resolve().parent
 FAMILIES = {"qwen": ["qwen-1.5b", "qwen-0.5b"], "smollm2": ["smollm2"]}
 _DECODED = re.compile(r"decoded\s+(\d+) tokens in\s+([\d.]+) seconds")
 _COUNT = {key: re.compile(rf"\b{key}\s*=\s*(\d+)") for key in ("n_drafted", "n_accept")}
-_EVAL = re.compile(r"\beval time =\s*([\d.]+) ms /\s*(\d+) (?:runs|tokens)")
+_EVAL = re.compile(r"(?<!prompt )\beval time =\s*([\d.]+) ms /\s*(\d+) (?:runs|tokens)")
 _PROMPT_EVAL = re.compile(r"prompt eval time =\s*([\d.]+) ms /\s*(\d+) tokens")
 _SAMPLING = re.compile(r"sampling time =\s*([\d.]+) ms")
 _ENCODED = re.compile(r"encoded\s+(\d+) tokens")
@@ -150,8 +151,8 @@ def peer_commands(bin_dir: Path, target: str, drafter: str | None, *, threads: i
     if drafter is not None and draft_k is not None:
         out[f"llama.cpp SD k={draft_k}"] = [
             str(bin_dir / "llama-speculative-simple"), *common, "-md", drafter,
-            "--spec-type", "draft-simple", "--spec-draft-n-max", str(draft_k), "--spec-draft-n-min", "0",
-            "--spec-draft-p-min", "0"]
+            "--spec-type", "draft-simple", "--spec-draft-n-max", str(draft_k),
+            "--spec-draft-n-min", "0", "--spec-draft-p-min", "0"]
     out[f"llama.cpp lookup M={ngram_m}"] = [str(bin_dir / "llama-lookup"), *common,
                                             "--spec-draft-n-max", str(ngram_m)]
     out[f"llama.cpp ngram-simple N={ngram_n} M={ngram_m}"] = [
@@ -166,19 +167,18 @@ def run_peers(commands: dict[str, list[str]], texts: list[str], timeout: float,
     runs = {name: PeerRun() for name in commands}
     names = list(commands)
     for i, text in enumerate(texts):
-        path = workdir / f"prompt{i}.txt"
-        path.write_text(text, encoding="utf-8")
         for name in names[i % len(names):] + names[:i % len(names)]:
-            argv = [*commands[name], "-f", str(path)]
+            argv = [*commands[name], "-p", text]  # -f would drop a final newline
             log = workdir / "log.txt"
             with log.open("wb") as fh:  # a file and no stdin: pipes lost output now and then
                 code = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=fh,
                                       stderr=subprocess.STDOUT, timeout=timeout,
                                       check=False).returncode
-            text = log.read_text(encoding="utf-8", errors="replace")
+            output = log.read_text(encoding="utf-8", errors="replace")
             if code != 0:
-                raise RuntimeError(f"{name} failed ({code}): {' '.join(argv)}\n{text[-3000:]}")
-            runs[name].add(parse_output(text, Path(argv[0]).name))
+                raise RuntimeError(f"{name} failed ({code}): {' '.join(argv)}\n"
+                                   f"{output[-3000:]}")
+            runs[name].add(parse_output(output, Path(argv[0]).name))
     return runs
 
 
@@ -268,12 +268,14 @@ def _error(predicted: float | None, measured: float | None) -> float | None:
 def format_table(table: list[dict]) -> str:
     """The rows as a fixed-width text table."""
     def f(x, spec):
-        return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else format(x, spec)
+        width = int(spec.split(".")[0])
+        missing = x is None or (isinstance(x, float) and math.isnan(x))
+        return f"{'-':>{width}s}" if missing else format(x, spec)
 
-    lines = [f"{'method':44s} {'tok/s':>7s} {'vs l.cpp AR':>11s} {'vs own AR':>9s} "
+    lines = [f"{'method':44s} {'tok/s':>8s} {'vs l.cpp AR':>11s} {'vs own AR':>9s} "
              f"{'accept':>7s} {'pred':>6s} {'|p/m-1|':>7s}"]
     for r in table:
-        lines.append(f"{r['method'][:44]:44s} {f(r['tokens_per_s'], '7.2f')} "
+        lines.append(f"{r['method'][:44]:44s} {f(r['tokens_per_s'], '8.2f')} "
                      f"{f(r['speedup_vs_llamacpp_ar'], '11.3f')} "
                      f"{f(r['speedup_vs_own_ar'], '9.3f')} {f(r['acceptance'], '7.3f')} "
                      f"{f(r['predicted_speedup'], '6.3f')} {f(r['prediction_error'], '7.3f')}")
@@ -360,7 +362,10 @@ def main(argv: list[str] | None = None) -> int:
     report = {"family": family, "sources": sources, "threads": ours.metadata["threads"],
               "prompts": ours.prompts, "max_new_tokens": new,
               "held_out_prompt_ids": ours.metadata["held_out_prompt_ids"],
-              "our_prompt_tokens": our_prompt_tokens, "commands": commands,
+              "our_prompt_tokens": our_prompt_tokens,
+              "prompt_tokens_match": all(r.prompt_tokens == our_prompt_tokens
+                                         for r in peers.values()),
+              "commands": commands,
               "rows": table, "total_seconds": time.perf_counter() - started,
               "load_average": list(os.getloadavg()), "ours": ours.to_dict()}
     args.out.mkdir(parents=True, exist_ok=True)

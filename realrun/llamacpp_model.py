@@ -98,6 +98,10 @@ class LlamaCppTokenModel:
             raise ValueError(f"name must be a non-empty string, got {name!r}")
         self.n_ctx = validate.count("n_ctx", n_ctx, minimum=1)
         self.max_outputs = validate.count("max_outputs", max_outputs, minimum=1)
+        threads = (os.cpu_count() or 1) if n_threads is None else validate.count(
+            "n_threads", n_threads, minimum=1)
+        batch_threads = threads if n_threads_batch is None else validate.count(
+            "n_threads_batch", n_threads_batch, minimum=1)
         lib = _lib()
         self._lib = lib
         self.path = path
@@ -114,11 +118,6 @@ class LlamaCppTokenModel:
         buf = ctypes.create_string_buffer(256)
         lib.llama_model_desc(model, buf, len(buf))
         self.description = buf.value.decode(errors="replace")
-        cores = os.cpu_count() or 1
-        threads = cores if n_threads is None else validate.count("n_threads", n_threads,
-                                                                  minimum=1)
-        batch_threads = threads if n_threads_batch is None else validate.count(
-            "n_threads_batch", n_threads_batch, minimum=1)
         cparams = lib.llama_context_default_params()
         cparams.n_ctx = self.n_ctx
         cparams.n_batch = self.n_ctx  # any pass fits one llama_decode
@@ -145,8 +144,15 @@ class LlamaCppTokenModel:
 
     @property
     def file_type(self) -> str:
-        """The weights' storage type as llama.cpp describes the model (e.g. ``Q8_0``)."""
-        return self.description.rsplit(" ", 1)[-1]
+        """The weights' storage type as llama.cpp describes the model (``"<arch> <size>
+        <type>"``; e.g. ``Q4_K - Medium``, ``F32`` for ``(guessed) all F32``)."""
+        return self.description.split(" ", 2)[-1].removeprefix("(guessed) ").removeprefix("all ")
+
+    def vocabulary(self) -> tuple[tuple[bytes, ...], int, int]:
+        """``(token texts by id, BOS id, EOS id)`` as llama.cpp reads them from the GGUF."""
+        lib, vocab = self._lib, self._vocab
+        texts = tuple(lib.llama_vocab_get_text(vocab, i) for i in range(self.vocab_size))
+        return texts, int(lib.llama_vocab_bos(vocab)), int(lib.llama_vocab_eos(vocab))
 
     def set_threads(self, n_threads: int, n_threads_batch: int | None = None) -> None:
         """Use ``n_threads`` for one-token decodes and ``n_threads_batch`` (default the same)
@@ -273,11 +279,10 @@ def load_gguf_models(sources: Sequence[str], *, names: Sequence[str] | None = No
                      device: str = "auto", dtype: str = "auto",
                      n_threads: int | None = None) -> tuple[list[LlamaCppTokenModel], object]:
     """``(models, tokenizer)`` of ``.gguf`` files for the llama.cpp backend: the weights as
-    stored (``dtype`` must be ``"auto"``), on the CPU (``device`` ``"auto"`` or ``"cpu"``);
-    the tokenizer is the target's (:func:`gguf_tokenizer`), checked to be every model's and
-    to agree with llama.cpp's EOS."""
-    from realrun.vocabulary import check_shared_vocabulary
-
+    stored (``dtype`` must be ``"auto"``), on the CPU (``device`` ``"auto"`` or ``"cpu"``).
+    Every model must have the target's vocabulary (token texts, BOS, EOS, as llama.cpp reads
+    them); the tokenizer is the target's (:func:`gguf_tokenizer`), checked to agree with
+    llama.cpp on the vocabulary size and EOS."""
     if dtype != "auto":
         raise ValueError(f"the llama.cpp backend runs a GGUF's weights as stored: dtype must "
                          f"be 'auto', got {dtype!r}")
@@ -287,15 +292,24 @@ def load_gguf_models(sources: Sequence[str], *, names: Sequence[str] | None = No
     for s in sources:
         if Path(s).suffix.lower() != ".gguf":
             raise ValueError(f"the llama.cpp backend loads .gguf files, got {s!r}")
-    tokenizers = {}
-    models = []
-    for i, s in enumerate(sources):
-        model = LlamaCppTokenModel(s, None if names is None else names[i], n_threads=n_threads)
-        models.append(model)
-        tokenizers[model.name] = gguf_tokenizer(s)
-    check_shared_vocabulary(tokenizers)
-    tokenizer = tokenizers[models[0].name]
-    eos = _state["lib"].llama_vocab_eos(models[0]._vocab)
+    models = [LlamaCppTokenModel(s, None if names is None else names[i], n_threads=n_threads)
+              for i, s in enumerate(sources)]
+    texts, bos, eos = models[0].vocabulary()
+    for m in models[1:]:
+        other, other_bos, other_eos = m.vocabulary()
+        if other != texts:
+            pairs = enumerate(zip(texts, other, strict=False))
+            i = next((i for i, (a, b) in pairs if a != b), min(len(texts), len(other)))
+            raise ValueError(f"models {models[0].name!r} and {m.name!r} do not share a "
+                             f"vocabulary: sizes {len(texts)} and {len(other)}, first "
+                             f"difference at id {i}")
+        if (other_bos, other_eos) != (bos, eos):
+            raise ValueError(f"models {models[0].name!r} and {m.name!r} do not share a "
+                             f"vocabulary: BOS/EOS ids {bos}/{eos} and {other_bos}/{other_eos}")
+    tokenizer = gguf_tokenizer(sources[0])
+    if len(tokenizer) > models[0].vocab_size:
+        raise ValueError(f"the tokenizer of {sources[0]!r} has {len(tokenizer)} tokens, more "
+                         f"than llama.cpp's {models[0].vocab_size}")
     if tokenizer.eos_token_id is not None and tokenizer.eos_token_id != eos:
         raise ValueError(f"the tokenizer's EOS id {tokenizer.eos_token_id} differs from "
                          f"llama.cpp's {eos} for {sources[0]!r}")

@@ -31,9 +31,10 @@ same formula is the i.i.d.-in-context approximation). Stored for lenience 1.
 
 Costs (:mod:`realrun.timing`)
 -----------------------------
-Each neural model is timed on one context of realistic length (the first prompt and its
-continuation): passes feeding ``m`` fresh positions onto the cached context, fastest of
-repeats after a warm-up, for ``m = 1..max_m`` (a grid, linearly interpolated). The model
+Each neural model is timed on one context of realistic length (the measuring prompt and
+continuation of median total length): decoding-like passes that roll back a rejected tail
+and feed ``m`` fresh positions onto the cached context, median of repeats after a warm-up,
+for ``m = 1..max_m`` (a grid, linearly interpolated). The model
 set stores each model's **cost curve** ``cost_curve[i][m-1] = t_i(m) / t_0(1)`` — in units
 of the target's one-token pass, so ``cost_curve[0][0] = 1`` — and ewif prices every pass at
 the size it really has (beyond ``max_m`` ewif extends a curve linearly through its last two
@@ -139,6 +140,12 @@ class Acceptance:
             alpha[lenience] = mat
         return alpha
 
+    def typical_context(self) -> tuple[list[int], list[int]]:
+        """The ``(prompt, continuation)`` of median total length: the context the cost
+        curves are timed on (attention cost grows with the context)."""
+        order = sorted(self.contexts, key=lambda c: len(c[0]) + len(c[1]))
+        return order[(len(order) - 1) // 2]
+
     def by_position(self, max_position: int) -> dict[tuple[int, int], np.ndarray]:
         """Conditional acceptance by draft position at lenience 1 (:func:`position_curve`)."""
         return {(r, j): np.nan_to_num(position_curve(arrs, max_position), nan=0.0)
@@ -201,7 +208,7 @@ def measure_costs(
     context: tuple[Sequence[int], Sequence[int]],
     *,
     max_m: int,
-    repeats: int = 3,
+    repeats: int = 5,
     warmup: int = 1,
     seed: int = 0,
     progress: bool = True,
@@ -215,7 +222,7 @@ def measure_costs(
         if isinstance(m, TokenModel):
             timings[m.name] = time_passes(m, full, max_m, repeats, warmup, seed)
         else:
-            timings[m.name] = time_proposer(m, full, len(prompt), max_m, repeats)
+            timings[m.name] = time_proposer(m, full, len(prompt), max_m)
     unit = timings[models[0].name].seconds[0]
     if unit <= 0:
         raise ValueError(f"the target's one-token pass must take > 0 s, got {unit!r} s")
@@ -247,7 +254,7 @@ def assemble_model_set(
         "positions": sum(len(c) for _, c in acceptance.contexts),
         "max_new_tokens": acceptance.max_new_tokens,
         "cost_model": "cost_curve[i][m-1] = seconds of a pass of model i over m positions / "
-        "seconds of the target's one-token pass (fastest of repeats, m on a grid, linear in "
+        "seconds of the target's one-token pass (median of repeats, m on a grid, linear in "
         "between); Max-Gram: seconds per proposed token",
         "target_one_token_pass_s": costs.target_pass_seconds,
         "timing": {name: (t.to_dict() if isinstance(t, PassTiming) else {"seconds_per_token": t})
@@ -299,7 +306,7 @@ def measure(
     max_new_tokens: int = 64,
     leniences: Sequence[float] = (1.0, 2.0, 3.0, 5.0),
     max_m: int = 24,
-    repeats: int = 3,
+    repeats: int = 5,
     warmup: int = 1,
     decoding: Decoding | None = None,
     eos_token_id: int | None = None,
@@ -310,7 +317,7 @@ def measure(
     """Measure α (all pairs, all ``leniences``), acceptance by position and pass-cost curves
     (``m = 1..max_m``) of ``models = [target, d1, ..., dn]`` (TokenModels, Proposers only
     after them) over ``prompts`` (token-id lists): :func:`measure_acceptance`, then
-    :func:`measure_costs` on the first prompt and its continuation, then
+    :func:`measure_costs` on the median-length prompt and its continuation, then
     :func:`assemble_model_set`."""
     names = check_models(models)
     if not prompts:
@@ -328,6 +335,6 @@ def measure(
     acceptance = measure_acceptance(models, prompts, max_new_tokens=max_new_tokens,
                                     leniences=leniences, decoding=decoding,
                                     eos_token_id=eos_token_id, seed=seed, progress=progress)
-    costs = measure_costs(models, acceptance.contexts[0], max_m=max_m, repeats=repeats,
+    costs = measure_costs(models, acceptance.typical_context(), max_m=max_m, repeats=repeats,
                           warmup=warmup, seed=seed, progress=progress)
     return assemble_model_set(names, acceptance, costs, max_position=max_position)

@@ -20,6 +20,11 @@ the recommended configuration's exact EWIF (autoregressive decoding when nothing
 over the target's one-token pass time — the speed-up of the best configuration, not the
 speed of ``m = 1`` alone. On a GPU ``"auto"`` is bfloat16 (float16 where unsupported) and
 is not measured.
+
+Backends (``backend=``, :data:`BACKENDS`): ``"transformers"`` (above) or ``"llama.cpp"``
+(:mod:`realrun.llamacpp_model`: ``.gguf`` files run as stored on the CPU — one dtype, the
+file's own, so only the thread count is measured; :func:`set_threads` reaches both torch
+and llama.cpp; the transformers baselines are left out and AR is our decoder).
 """
 
 from __future__ import annotations
@@ -223,7 +228,7 @@ def _measure_family(family: Family, measuring: list[list[int]], *, threads: Sequ
     out = []
     for t in threads:
         set_threads(family, t)
-        costs = measure_costs(family.chain, acceptance.contexts[0], max_m=max_m,
+        costs = measure_costs(family.chain, acceptance.typical_context(), max_m=max_m,
                               repeats=repeats, warmup=warmup, progress=progress)
         invariance = batch_invariance(family.chain[0], acceptance.contexts, m=4,
                                       max_positions=invariance_positions)
@@ -239,7 +244,7 @@ def _measure_family(family: Family, measuring: list[list[int]], *, threads: Sequ
 def measure_numerics(sources: Sequence[str], measuring: list[Prompt], *, mag: bool,
                      bigram: str | None, device: str, dtype: str, threads: int | str,
                      max_new_tokens: int, leniences: Sequence[float], decoding: Decoding,
-                     k_max: int, max_m: int | None = None, repeats: int = 3, warmup: int = 1,
+                     k_max: int, max_m: int | None = None, repeats: int = 5, warmup: int = 1,
                      min_agreement: float = 0.99, invariance_positions: int = 48,
                      names: Sequence[str] | None = None, progress: bool = True,
                      backend: str = "transformers") -> Measured:

@@ -44,6 +44,10 @@ def format_results(results: Results) -> str:
     if t0 and ar is not None:
         rows.append(f"AR measured {ar.tokens_per_s:.3f} tokens/s; the measured one-token pass "
                     f"of the target ({1000 * t0:.1f} ms) predicts {1 / t0:.3f} tokens/s")
+    for name, v in results.metadata.get("prediction_with_run_acceptance", {}).items():
+        rows.append(f"{name}: with the run's own acceptance rates ewif predicts "
+                    f"{v['ewif']:.3f} (|pred/meas-1| = {100 * v['error']:.1f}%: the cost model "
+                    "alone)")
     median = results.metadata.get("median_prediction_error")
     if median is not None:
         rows.append(f"median |predicted/measured - 1| over sd/csd methods: {100 * median:.1f}%")

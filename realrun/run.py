@@ -317,7 +317,7 @@ def _results(methods, tallies, model_set: ModelSet, done: int, max_new_tokens: i
     ar = next((m for m in methods if m.kind == "autoregressive"), None)
     ar_out = tallies[ar.name].outputs if ar is not None else None
     unit = model_set.pass_cost.unit  # one AR target token, standardized
-    out, mismatches = [], {}
+    out, mismatches, in_run = [], {}, {}
     for m in methods:
         t = tallies[m.name]
         tps = t.tokens / t.seconds if t.seconds > 0 else 0.0
@@ -329,6 +329,7 @@ def _results(methods, tallies, model_set: ModelSet, done: int, max_new_tokens: i
             predicted = float(cascade.ewif())
             swi = t.tokens * unit / t.weighted_cost if t.weighted_cost > 0 else None
             if t.stats is not None and t.stats.target_steps:
+                in_run[m.name] = ewif_with_run_acceptance(cascade, t.stats)
                 mal = float(t.stats.mean_accepted_length)
                 accepted = t.stats.target_position_counts[1]
                 if accepted.size:
@@ -362,8 +363,27 @@ def _results(methods, tallies, model_set: ModelSet, done: int, max_new_tokens: i
                            for m in methods if tallies[m.name].counted},
         "model_set": model_set.to_dict(),
     }
-    return Results(
+    results = Results(
         device=device, family=family, prompts=done, max_new_tokens=max_new_tokens,
         decoding={"temperature": decoding.temperature, "top_p": decoding.top_p},
         methods=with_speedups(out), metadata=metadata,
     )
+    metadata["prediction_with_run_acceptance"] = {
+        m.name: {"ewif": in_run[m.name], "error": abs(in_run[m.name] / m.speedup - 1.0)}
+        for m in results.methods if m.name in in_run and m.speedup}
+    return results
+
+
+def ewif_with_run_acceptance(cascade: Cascade, stats: CascadeStats) -> float:
+    """The exact EWIF of ``cascade`` with every acceptance rate the run observed
+    (``stats.acceptance(r, j)``, the in-run ``accepted / reviewed`` of each pair) in place of
+    the measured α: what the cost model alone predicts, so that ``|this/measured − 1|``
+    isolates the cost model's error from the sampling error of α between prompt splits."""
+    alpha = np.array(cascade.alpha)
+    for (r, j), (reviewed, _) in stats.reviews.items():
+        if reviewed:
+            alpha[r, j] = stats.acceptance(r, j)
+    curves = None if cascade.cost_curve is None else [np.asarray(c) for c in cascade.cost_curve]
+    return float(Cascade(alpha, cascade.cost, cascade.K,
+                         None if curves is not None else cascade.cost_per_token,
+                         fill=cascade.fill, cost_curve=curves).ewif())

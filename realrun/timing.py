@@ -6,18 +6,21 @@ hardware the cost of such a pass is a curve in ``m``, not a line: BLAS switches 
 with the number of rows (on an AVX-512 CPU in float32 a pass over m = 2 costs about two
 single passes, then the curve flattens; in bfloat16 it is nearly flat from the start).
 
-:func:`time_passes` measures that curve for a :class:`~simulate.tokens.interface.TokenModel`:
-after ``warmup`` untimed passes, ``repeats`` rounds time one pass for every ``m`` of a grid
-(in a shuffled order per round), each starting from the same cached context (the cache is
-cropped back to it, untimed); the fastest of the repeats represents each ``m`` — on a
-shared machine interference only ever adds time. The grid is dense up to 6 and sparser
-beyond (:func:`grid`); the dense curve ``m = 1..max_m`` is the linear interpolation between
+:func:`time_passes` measures that curve for a :class:`~simulate.tokens.interface.TokenModel`
+the way decoding runs it: every timed pass rolls back the previous pass's tail (a cache crop,
+as a step after a rejection does) and feeds ``m`` fresh positions after the same cached
+context; after a warm-up round, ``repeats`` rounds time every ``m`` of a grid in a shuffled
+order and the **median** represents each ``m``. (The fastest of a few repeats, tried first,
+misjudges a decoding run on a shared virtual machine: there a one-token pass typically takes
+20–35 % longer than its fastest repeat, and not by the same factor at every ``m``, while a
+run is paid at typical speed.) The grid is dense up to 6 and sparser beyond (:func:`grid`);
+the dense curve ``m = 1..max_m`` is the linear interpolation between
 grid points (:meth:`PassTiming.dense`). ewif extends a curve beyond its last point linearly
 through its last two points (never downwards).
 
-:func:`time_proposer` times Max-Gram's ``propose(context, prompt_length, k)``; ewif charges
-a leaf block of ``k`` tokens as ``k`` generating passes, so its cost is the time per proposed
-token.
+:func:`time_proposer` times Max-Gram's ``propose(prefix, prompt_length, k)`` along a
+continuation, as decoding calls it; ewif charges a leaf block of ``k`` tokens as ``k``
+generating passes, so its cost is the time per proposed token.
 """
 
 from __future__ import annotations
@@ -49,7 +52,7 @@ def grid(max_m: int) -> tuple[int, ...]:
 
 @dataclass(frozen=True)
 class PassTiming:
-    """Fastest seconds of one pass per timed ``m`` (``m`` ascending, starting at 1)."""
+    """Median seconds of one pass per timed ``m`` (``m`` ascending, starting at 1)."""
 
     m: tuple[int, ...]
     seconds: tuple[float, ...]
@@ -62,10 +65,11 @@ class PassTiming:
         return {"m": list(self.m), "seconds": list(self.seconds)}
 
 
-def time_passes(model: TokenModel, context: Sequence[int], max_m: int, repeats: int = 3,
+def time_passes(model: TokenModel, context: Sequence[int], max_m: int, repeats: int = 5,
                 warmup: int = 1, seed: int = 0) -> PassTiming:
-    """Fastest wall time of one pass of ``model`` feeding ``m`` fresh tokens after the cached
-    ``context``, for every ``m`` of :func:`grid` ``(max_m)`` (module docstring)."""
+    """Median wall time of one decoding-like pass of ``model`` feeding ``m`` fresh tokens
+    after the cached ``context``, for every ``m`` of :func:`grid` ``(max_m)`` (module
+    docstring)."""
     ms = grid(max_m)
     repeats = validate.count("repeats", repeats, minimum=1)
     warmup = validate.count("warmup", warmup)
@@ -75,37 +79,38 @@ def time_passes(model: TokenModel, context: Sequence[int], max_m: int, repeats: 
     rng = random.Random(seed)
     vocab = model.vocab_size
 
-    def fresh(m: int) -> list[int]:
-        return ctx + [rng.randrange(vocab) for _ in range(m)]
+    def timed(m: int) -> float:
+        """Roll back the previous pass's tail (a cache crop, as after a rejection) and feed
+        ``m`` fresh positions after the context, returning their logits."""
+        tokens = ctx + [rng.randrange(vocab) for _ in range(m)]
+        start = time.perf_counter()
+        model.logits(tokens, m)
+        return time.perf_counter() - start
 
     model.logits(ctx, 1)
     for _ in range(warmup):
         for m in ms:
-            model.logits(ctx, 1)
-            model.logits(fresh(m), m)
-    best = dict.fromkeys(ms, float("inf"))
+            timed(m)
+    seconds: dict[int, list[float]] = {m: [] for m in ms}
     for _ in range(repeats):
         order = list(ms)
         rng.shuffle(order)
         for m in order:
-            model.logits(ctx, 1)  # back to the context (a cache crop), untimed
-            tokens = fresh(m)
-            start = time.perf_counter()
-            model.logits(tokens, m)
-            best[m] = min(best[m], time.perf_counter() - start)
-    return PassTiming(ms, tuple(best[m] for m in ms))
+            seconds[m].append(timed(m))
+    return PassTiming(ms, tuple(float(np.median(seconds[m])) for m in ms))
 
 
-def time_proposer(proposer: Proposer, context: Sequence[int], prompt_length: int, k: int,
-                  repeats: int = 5) -> float:
-    """Fastest seconds per proposed token of ``propose(context, prompt_length, k)``."""
+def time_proposer(proposer: Proposer, context: Sequence[int], prompt_length: int,
+                  k: int) -> float:
+    """Seconds per proposed token of ``propose(prefix, prompt_length, k)`` over the prefixes
+    of ``context`` after the prompt, walked forward as decoding does (the proposer's
+    incremental state updates included)."""
     k = validate.count("k", k, minimum=1)
-    repeats = validate.count("repeats", repeats, minimum=1)
     ctx = [int(t) for t in context]
-    proposer.propose(ctx, prompt_length, k)
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        proposer.propose(ctx, prompt_length, k)
-        best = min(best, time.perf_counter() - start)
-    return best / k
+    ends = range(prompt_length + 1, len(ctx) + 1)
+    if not ends:
+        raise ValueError("context must extend past the prompt to time a proposer")
+    start = time.perf_counter()
+    for end in ends:
+        proposer.propose(ctx[:end], prompt_length, k)
+    return (time.perf_counter() - start) / (len(ends) * k)

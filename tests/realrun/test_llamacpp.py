@@ -174,6 +174,24 @@ def test_bad_construction(ggufs, tmp_path):
         load_family([str(ggufs["draft"])], backend="vllm")
 
 
+def test_family_shares_one_vocabulary(ggufs, monkeypatch):
+    models, tokenizer = load_gguf_models([str(ggufs["target"]), str(ggufs["draft"])])
+    assert [m.name for m in models] == ["tiny-qwen2.gguf", "draft.gguf"]
+    texts, bos, eos = models[0].vocabulary()
+    assert len(texts) == VOCAB and (bos, eos) == (EOS, EOS) == (EOS, tokenizer.eos_token_id)
+    real = LlamaCppTokenModel.vocabulary
+
+    def other(self):
+        texts, bos, eos = real(self)
+        if self.name == "draft.gguf":
+            texts = (*texts[:7], b"x", *texts[8:])
+        return texts, bos, eos
+
+    monkeypatch.setattr(LlamaCppTokenModel, "vocabulary", other)
+    with pytest.raises(ValueError, match=r"do not share a vocabulary: .* at id 7"):
+        load_gguf_models([str(ggufs["target"]), str(ggufs["draft"])])
+
+
 CONFIGS = {
     "sd-draft": (["draft"], [[3]], 1.0),
     "sd-mag": (["mag"], [[4]], 1.0),
