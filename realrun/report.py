@@ -48,6 +48,18 @@ def format_results(results: Results) -> str:
         rows.append(f"{name}: with the run's own acceptance rates ewif predicts "
                     f"{v['ewif']:.3f} (|pred/meas-1| = {100 * v['error']:.1f}%: the cost model "
                     "alone)")
+    ms_meta = results.metadata.get("model_set", {})
+    target, unit = (ms_meta.get("models") or [None])[0], (ms_meta.get("metadata") or {}).get(
+        "target_one_token_pass_s")
+    curve = (ms_meta.get("cost_curve") or [None])[0]
+    for name, models in results.metadata.get("in_run_pass_seconds", {}).items():
+        sizes = sorted(models.get(target, {}).items(), key=lambda kv: -kv[1]["passes"])[:3]
+        if not sizes or not unit or curve is None:
+            continue
+        parts = [f"m={size} {1000 * v['median_s']:.1f} ms (measured "
+                 f"{1000 * unit * curve[min(int(size), len(curve)) - 1]:.1f})"
+                 for size, v in sizes]
+        rows.append(f"{name}: target passes in the run, median: " + ", ".join(parts))
     median = results.metadata.get("median_prediction_error")
     if median is not None:
         rows.append(f"median |predicted/measured - 1| over sd/csd methods: {100 * median:.1f}%")

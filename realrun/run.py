@@ -34,7 +34,8 @@ method, on how many prompts the output differs from AR's (0 expected: lossless),
 Ctrl-C discards the current prompt's partial work and returns the prompts every method
 finished (``metadata.interrupted``). ``metadata.counted_passes`` keeps, per sd/csd method and
 model, the passes, the positions and the passes by size m counted, so a run can be re-priced
-with another cost model.
+with another cost model; ``metadata.in_run_pass_seconds`` the median wall time of those
+passes by size m (the in-run cost curve, to set against the measured one).
 """
 
 from __future__ import annotations
@@ -157,6 +158,7 @@ class _Tally:
     seconds: float = 0.0
     weighted_cost: float = 0.0
     counted: dict[str, Counter[int]] = field(default_factory=dict)  # model -> passes by m
+    pass_seconds: dict[str, dict[int, list[float]]] = field(default_factory=dict)
     stats: CascadeStats | None = None
     outputs: list[list[int]] = field(default_factory=list)
 
@@ -221,13 +223,16 @@ def run(
                 partial[m.name] = _run_one(m, models, model_set, prompt, max_new_tokens,
                                            eos_token_id, decoding, seed + i)
                 bar.update(1)
-            for name, (tokens, seconds, cost, counted, stats) in partial.items():
+            for name, (tokens, seconds, cost, counted, stats, times) in partial.items():
                 t = tallies[name]
                 t.tokens += len(tokens)
                 t.seconds += seconds
                 t.weighted_cost += cost
                 for model, sizes in counted.items():
                     t.counted.setdefault(model, Counter()).update(sizes)
+                for model, by_m in times.items():
+                    for size, values in by_m.items():
+                        t.pass_seconds.setdefault(model, {}).setdefault(size, []).extend(values)
                 t.outputs.append(tokens)
                 if stats is not None:
                     t.add_stats(stats)
@@ -278,23 +283,31 @@ def divergences(target, prompts: Sequence[list[int]], tallies: Mapping[str, _Tal
 def _run_one(m: Method, models, model_set: ModelSet, prompt: list[int], max_new_tokens: int,
              eos: int | None, decoding: Decoding, seed: int):
     """(tokens, seconds, counted standardized cost, {model: passes by size m}, stats or
-    None) of one method on one prompt."""
+    None, {model: {m: pass seconds}}) of one method on one prompt."""
     target = models[m.models[0]]
     if m.kind.startswith("hf-") or (m.kind == "autoregressive" and decoding.greedy
                                     and isinstance(target, HFTokenModel)):
         assistant = models[m.models[1]].model if m.kind == "hf-assisted" else None
         g = hf_generate(target.model, prompt, max_new_tokens, eos,
                         assistant_model=assistant, prompt_lookup_num_tokens=m.k)
-        return g.tokens, g.seconds, 0.0, {}, None
+        return g.tokens, g.seconds, 0.0, {}, None, {}
     chain = [models[name] for name in m.models]
     neural = [x for x in chain if isinstance(x, _COUNTED)]
     for x in neural:  # prefill outside the clock
         x.logits(prompt, 1)
         x.reset_counters()
     decoder = CascadeDecoder(chain, np.array(m.K, dtype=np.int64), m.lenience, decoding, seed)
-    start = time.perf_counter()
-    res = decoder.generate(prompt, max_new_tokens, eos)
-    seconds = time.perf_counter() - start
+    pass_seconds: dict[str, dict[int, list[float]]] = {x.name: {} for x in neural}
+    hooks = [x.timing_hook for x in neural]
+    for x in neural:  # every pass's wall time by its size m (the in-run cost curve)
+        x.timing_hook = lambda fed, s, seen=pass_seconds[x.name]: seen.setdefault(fed, []).append(s)
+    try:
+        start = time.perf_counter()
+        res = decoder.generate(prompt, max_new_tokens, eos)
+        seconds = time.perf_counter() - start
+    finally:
+        for x, hook in zip(neural, hooks, strict=True):
+            x.timing_hook = hook
     if res.stop_reason == "interrupted":
         raise KeyboardInterrupt
     prices = model_set.pass_cost
@@ -309,7 +322,7 @@ def _run_one(m: Method, models, model_set: ModelSet, prompt: list[int], max_new_
         else:  # a proposer: every proposed token is one generating pass (m = 1)
             counted[name] = Counter({1: int(res.stats.tokens_fed[i])})
             cost += float(res.stats.tokens_fed[i] * prices.at(j, 1))
-    return res.tokens, seconds, cost, counted, res.stats
+    return res.tokens, seconds, cost, counted, res.stats, pass_seconds
 
 
 def _results(methods, tallies, model_set: ModelSet, done: int, max_new_tokens: int,
@@ -361,6 +374,11 @@ def _results(methods, tallies, model_set: ModelSet, done: int, max_new_tokens: i
                                         "by_m": {str(s): c for s, c in sorted(v.items())}}
                                     for k, v in tallies[m.name].counted.items()}
                            for m in methods if tallies[m.name].counted},
+        "in_run_pass_seconds": {
+            m.name: {model: {str(size): {"passes": len(v), "median_s": float(np.median(v))}
+                             for size, v in sorted(by_m.items())}
+                     for model, by_m in tallies[m.name].pass_seconds.items()}
+            for m in methods if tallies[m.name].pass_seconds},
         "model_set": model_set.to_dict(),
     }
     results = Results(

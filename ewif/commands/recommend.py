@@ -107,16 +107,12 @@ def _plot_paths(path: str) -> tuple[Path, Path]:
 
 def _plots(result, casc, ms, paths, k_max) -> list[Path]:
     from ewif.landscape import landscape
-    from ewif.plotting.decay import plot_decay
-    from ewif.plotting.landscape import plot_landscape
+    from ewif.plotting.decay import compute_decay, draw_decay
+    from ewif.plotting.landscape import draw_landscape
 
-    land = landscape(result, k_max=min(k_max, 30))
-    curve = casc.acceptance_by_position(25)
-    first = float(casc.alpha[0, 1])
     return [
-        plot_landscape(land, paths[0]),
-        plot_decay(paths[1], curve, alpha=first,
-                   label=f"cascade {result.best.K.tolist()} (exact)",
+        draw_landscape(landscape(result, k_max=min(k_max, 30)), paths[0]),
+        draw_decay(compute_decay(casc, max_position=25), paths[1],
                    title="Acceptance by draft position (target review)"),
     ]
 

@@ -2,19 +2,20 @@
 
 For every method of a ``csd.results/1`` run (see :mod:`ewif.results`) that has a prediction,
 the point (x, y) = (``predicted_speedup``, ``speedup``) is drawn: x is the EWIF of the
-configuration for the measured α and c (the renewal-reward ratio E[tokens]/E[cost] of the
+configuration for the measured α and pass costs (the renewal-reward ratio E[tokens]/E[cost] of the
 ``Cascade`` docstring), y is ``tokens_per_s / tokens_per_s(AR)`` measured side by side.
 A perfect model puts every point on the line y = x. Each point is annotated with its
 signed relative error ``predicted / measured − 1``.
 
 The SWI point (``predicted_speedup``, ``swi``) of the same method is drawn too: SWI counts
-the passes that really ran and prices them with the measured cost coefficients, so
+the passes that really ran and prices each at its size on the measured cost curve, so
 
 * SWI ≈ predicted, measured off the line → the *cost model* (per-pass overhead, c) is off;
 * SWI off the line as well → the *acceptance model* (i.i.d. α) is off.
 
 Methods with no prediction (transformers' own baselines) are drawn as horizontal reference
-lines at their measured speedup.
+lines at their measured speedup. :func:`compute_calibration` gathers the points,
+:func:`draw_calibration` draws them.
 """
 
 from __future__ import annotations
@@ -46,54 +47,59 @@ class CalibrationPoint:
         return self.predicted / self.measured - 1.0
 
 
-def calibration_points(
+@dataclass(frozen=True)
+class CalibrationData:
+    """What the calibration figure shows: the run (family, device) and one point per method."""
+
+    family: str
+    device: str
+    points: list[CalibrationPoint]
+
+    @property
+    def summary(self) -> str:
+        """``|predicted/measured − 1|: mean …, max … over N method(s)`` (speculative ones)."""
+        errors = [abs(p.error) for p in self.points
+                  if p.error is not None and p.kind != "autoregressive"]
+        if not errors:
+            return ""
+        return (f"|predicted/measured − 1|: mean {sum(errors) / len(errors):.1%}, "
+                f"max {max(errors):.1%} over {len(errors)} method(s)")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"methods": [{"name": p.name, "kind": p.kind, "predicted": p.predicted,
+                             "measured": p.measured, "swi": p.swi, "error": p.error}
+                            for p in self.points]}
+
+
+def compute_calibration(
     results: _results.Results | str | os.PathLike[str],
-) -> list[CalibrationPoint]:
+) -> CalibrationData:
     """The calibration data of a run (a :class:`~ewif.results.Results` or a results-file path).
 
     A path is read and validated by :func:`ewif.results.load`, so a file of another schema
-    raises ``ValueError`` naming the schema found.
+    raises ``ValueError`` naming the schema found; so does a run in which no method has both
+    a prediction and a measured speedup.
     """
     run = _as_results(results)
-    return [
-        CalibrationPoint(m.name, m.kind, m.predicted_speedup, m.speedup, m.swi) for m in run.methods
-    ]
-
-
-def plot_calibration(
-    results: _results.Results | str | os.PathLike[str],
-    path: str | os.PathLike[str] | None = None,
-    *,
-    title: str | None = None,
-) -> Any:
-    """Draw predicted vs measured speedup (and SWI) of a run; save to ``path`` if given.
-
-    Returns the :class:`matplotlib.figure.Figure`. Raises ``ValueError`` for an unwritable
-    path or unknown suffix (checked first), a wrong-schema file, or a run in which no
-    method has both a prediction and a measured speedup.
-    """
-    if path is not None:
-        path = style.output_path(path)
-    run = _as_results(results)
-    points = calibration_points(run)
-    paired = [p for p in points if p.predicted is not None and p.measured is not None]
-    if not paired:
+    points = [CalibrationPoint(m.name, m.kind, m.predicted_speedup, m.speedup, m.swi)
+              for m in run.methods]
+    if not any(p.predicted is not None and p.measured is not None for p in points):
         raise ValueError(
             "results: no method has both predicted_speedup and speedup, nothing to calibrate"
         )
+    return CalibrationData(run.family, run.device, points)
+
+
+def draw_calibration(data: CalibrationData, path: str | os.PathLike[str], *,
+                     title: str | None = None) -> Path:
+    """Draw predicted vs measured speedup (and SWI) of a run to ``path`` (PNG/SVG/PDF)."""
+    path = style.output_path(path)
+    points = data.points
+    paired = [p for p in points if p.predicted is not None and p.measured is not None]
     unpredicted = [p for p in points if p.predicted is None and p.measured is not None]
 
-    errors = [abs(p.error) for p in paired if p.kind != "autoregressive"]
-    summary = (
-        (
-            f"|predicted/measured − 1|: mean {sum(errors) / len(errors):.1%}, "
-            f"max {max(errors):.1%} over {len(errors)} method(s)"
-        )
-        if errors
-        else ""
-    )
     fig, ax = style.figure(
-        title or f"Predicted vs measured speedup — {run.family}, {run.device}\n{summary}",
+        title or f"Predicted vs measured speedup — {data.family}, {data.device}\n{data.summary}",
         "predicted speedup: EWIF (× autoregressive)",
         "measured speedup (× autoregressive tokens/s)",
     )
@@ -135,7 +141,7 @@ def plot_calibration(
         ax.plot(
             [p.predicted for p in with_swi],
             [p.swi for p in with_swi],
-            label="SWI (counted passes × measured c)",
+            label="SWI (counted passes priced at their size m)",
             **_no_caps(1),
         )
         for p in with_swi:
@@ -161,9 +167,7 @@ def plot_calibration(
     ax.set_xlim(bottom, top)
     ax.set_ylim(bottom, top)
     style.finish(ax, loc="lower right")
-    if path is not None:
-        style.save(fig, path)
-    return fig
+    return style.save(fig, path)
 
 
 def _as_results(results: _results.Results | str | os.PathLike[str]) -> _results.Results:

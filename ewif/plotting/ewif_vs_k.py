@@ -19,13 +19,14 @@ plotted range is marked with a star and given in the legend; SD's exact optimum
 to :data:`MAX_K`); where no finite optimum exists (c = 0) the star sits at the range edge
 and the legend says so.
 All numbers come from :mod:`ewif.theorems` and :mod:`ewif.horizontal`; nothing is
-re-derived here.
+re-derived here. :func:`compute_ewif_vs_k` gives the curves, :func:`draw_ewif_vs_k` draws them.
 """
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -65,8 +66,13 @@ class Curve:
     def best_ewif(self) -> float:
         return float(self.ewif[self.best_index])
 
+    def to_dict(self) -> dict[str, Any]:
+        """The curve's label and optimum (JSON-ready)."""
+        return {"label": self.label, "best_k": self.best_k, "best_ewif": self.best_ewif,
+                "inner": int(self.inner[self.best_index])}
 
-def ewif_vs_k_curves(
+
+def compute_ewif_vs_k(
     alpha1: float,
     c1: float,
     *,
@@ -76,7 +82,7 @@ def ewif_vs_k_curves(
     k_max: int = 20,
     inner_k_max: int = 30,
 ) -> list[Curve]:
-    """The curves of :func:`plot_ewif_vs_k` (SD with d1, [SD with d2], [vertical], [horizontal]).
+    """The curves (SD with d1, [SD with d2], [vertical], [horizontal]; module docstring).
 
     ``alpha12`` enables the vertical curve, ``alpha2`` the horizontal curve and SD with d2.
     """
@@ -135,29 +141,12 @@ def ewif_vs_k_curves(
     return curves
 
 
-def plot_ewif_vs_k(
-    alpha1: float,
-    c1: float,
-    path: str | os.PathLike[str] | None = None,
-    *,
-    alpha2: float | None = None,
-    c2: float = 0.0,
-    alpha12: float | None = None,
-    k_max: int = 20,
-    inner_k_max: int = 30,
-    title: str | None = None,
-) -> Any:
-    """Plot EWIF against draft length (see the module docstring); save to ``path`` if given.
-
-    Returns the :class:`matplotlib.figure.Figure`. The path is checked before computing.
-    """
+def draw_ewif_vs_k(curves: list[Curve], path: str | os.PathLike[str], *,
+                   title: str | None = None) -> Path:
+    """Draw EWIF against draft length, each curve's optimum starred, to ``path``."""
     from matplotlib.ticker import MaxNLocator
 
-    if path is not None:
-        path = style.output_path(path)
-    curves = ewif_vs_k_curves(
-        alpha1, c1, alpha2=alpha2, c2=c2, alpha12=alpha12, k_max=k_max, inner_k_max=inner_k_max
-    )
+    path = style.output_path(path)
     fig, ax = style.figure(
         title or "EWIF against draft length (★ = optimum of each curve)",
         "draft length k (SD: tokens; vertical: rounds n of drafter 1; horizontal: positions)",
@@ -177,9 +166,7 @@ def plot_ewif_vs_k(
     ax.set_xlim(0, int(curves[0].k[-1]))
     ax.set_ylim(bottom=0)
     style.finish(ax, loc="lower right")
-    if path is not None:
-        style.save(fig, path)
-    return fig
+    return style.save(fig, path)
 
 
 def _describe(curve: Curve) -> str:

@@ -1,4 +1,8 @@
-"""The EWIF landscape of a cascade over two K entries (a heat map with the optimum marked)."""
+"""The EWIF landscape of a cascade over two K entries (a heat map with the optimum marked).
+
+The data is :func:`ewif.landscape.landscape`'s :class:`~ewif.landscape.Landscape`;
+:func:`draw_landscape` draws it.
+"""
 
 from __future__ import annotations
 
@@ -11,9 +15,10 @@ from ewif.landscape import Landscape
 from ewif.plotting import style
 
 
-def plot_landscape(land: Landscape, path: str | os.PathLike[str], title: str | None = None
+def draw_landscape(land: Landscape, path: str | os.PathLike[str], *, title: str | None = None
                    ) -> Path:
-    """Write a heat map of ``land.grid`` (EWIF, × autoregressive) to ``path`` (PNG/SVG/PDF).
+    """Draw a heat map of ``land.grid`` (EWIF, × autoregressive; computed by
+    :func:`ewif.landscape.landscape`) to ``path`` (PNG/SVG/PDF).
 
     Axes are the two K entries (token budgets); contour lines and labels make levels
     readable in greyscale; a star marks the grid's maximum and a ring the configuration

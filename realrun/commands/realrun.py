@@ -86,23 +86,19 @@ def _plots(results, path: Path) -> None:
 
     from ewif.cascade import Cascade
     from ewif.io import ModelSet
-    from ewif.plotting.calibration import plot_calibration
-    from ewif.plotting.decay import plot_decay
+    from ewif.plotting.calibration import compute_calibration, draw_calibration
+    from ewif.plotting.decay import compute_decay, draw_decay
+    from simulate.plotting import measured_curve
 
-    plot_calibration(results, path, title=f"Predicted vs measured speed-up: {results.family}")
+    draw_calibration(compute_calibration(results), path,
+                     title=f"Predicted vs measured speed-up: {results.family}")
     csd = next((m for m in results.methods if m.kind == "csd" and m.acceptance_by_position),
                None)
     if csd is None:
         return
     model_set = ModelSet.from_dict(results.metadata["model_set"])
-    measured = np.asarray(csd.acceptance_by_position["measured"])
-    # normal-approximation 95% interval; n = target steps ≈ tokens / accepted per step
-    steps = max(1, round(csd.tokens / csd.mean_accepted_length)) if csd.tokens else 1
-    half = 1.96 * np.sqrt(measured * (1 - measured) / steps)
     cascade = Cascade.from_model_set(model_set, csd.config["models"], np.array(csd.config["K"]),
                                      csd.config["lenience"])
-    plot_decay(path.with_name(f"{path.stem}_decay{path.suffix}"),
-               cascade.acceptance_by_position(measured.size),
-               float(model_set.alpha[1.0][0, 1]),
-               measured=(measured, np.clip(measured - half, 0, 1), np.clip(measured + half, 0, 1)),
+    data = compute_decay(cascade, measured=measured_curve(results, method=csd.name))
+    draw_decay(data, path.with_name(f"{path.stem}_decay{path.suffix}"),
                title=f"Acceptance by draft position: {csd.name}")

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import replace
 
 HELP = "write a figure: decay, ewif-vs-k, landscape or calibration (PNG/SVG/PDF by suffix)"
 
@@ -94,15 +95,18 @@ def _cascade(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ewif.plotting import style
+    from ewif.plotting import calibration, decay, ewif_vs_k, landscape, style
     from simulate import plotting
 
     style.output_path(args.output)  # fail before any work
     if args.kind == "calibration":
-        plot = plotting.plot_calibration(args.output, args.results, title=args.title)
+        data = calibration.compute_calibration(args.results)
+        path = calibration.draw_calibration(data, args.output, title=args.title)
+        summary = data.to_dict()
     elif args.kind == "ewif-vs-k":
-        plot = plotting.plot_ewif_vs_k(args.output, title=args.title, k_max=args.k_max,
-                                       **_ewif_vs_k_inputs(args, plotting))
+        curves = ewif_vs_k.compute_ewif_vs_k(k_max=args.k_max, **_ewif_vs_k_inputs(args, plotting))
+        path = ewif_vs_k.draw_ewif_vs_k(curves, args.output, title=args.title)
+        summary = {"curves": [c.to_dict() for c in curves]}
     else:
         ms = plotting.model_set(args.preset, args.from_file)
         cascade = plotting.cascade_for(ms, args.models, _matrix(args.K), args.lenience)
@@ -111,20 +115,28 @@ def run(args: argparse.Namespace) -> int:
             if args.measured:
                 measured = plotting.measured_curve(args.measured, method=args.method,
                                                    pair=_pair(args.pair, "--pair"))
-            plot = plotting.plot_decay(args.output, cascade, trials=args.trials,
-                                       seed=args.seed, level=args.level,
-                                       max_position=args.max_position, measured=measured,
-                                       progress=not args.json, title=args.title)
+            data = decay.compute_decay(cascade, max_position=args.max_position,
+                                       measured=measured)
+            if args.trials:
+                simulated = plotting.simulated_points(
+                    cascade, data.exact.size, trials=args.trials, seed=args.seed,
+                    level=args.level, progress=not args.json)
+                data = replace(data, simulated=simulated)
+            path = decay.draw_decay(data, args.output, title=args.title)
         else:
+            from ewif.landscape import landscape_of
+
             entries = None
             if args.entries:
                 entries = tuple(_pair(e, "--entries") for e in args.entries)
-            plot = plotting.plot_landscape(args.output, ms, cascade, entries=entries,
-                                           k_max=args.k_max, title=args.title)
+            data = landscape_of(ms, cascade, entries=entries, k_max=args.k_max)
+            path = landscape.draw_landscape(data, args.output, title=args.title)
+        summary = data.to_dict()
+    out = {"kind": args.kind, "path": str(path), **summary}
     if args.json:
-        print(json.dumps(plot.to_dict(), indent=2))
+        print(json.dumps(out, indent=2))
     else:
-        print(_human(plot))
+        print(_human(out))
     return 0
 
 
@@ -164,19 +176,18 @@ def _pair(text: str | None, option: str) -> tuple[int, int] | None:
     return r, j
 
 
-def _human(plot) -> str:
-    s = plot.summary
-    lines = [f"csd plot {plot.kind}: wrote {plot.path}"]
-    if plot.kind == "ewif-vs-k":
+def _human(s: dict) -> str:
+    lines = [f"csd plot {s['kind']}: wrote {s['path']}"]
+    if s["kind"] == "ewif-vs-k":
         lines.append(f"  {'curve':<58} {'best':>8} {'EWIF':>8}")
         for c in s["curves"]:
             lines.append(f"  {c['label']:<58} {c['best_k']:>8} {c['best_ewif']:>8.4f}")
-    elif plot.kind == "calibration":
+    elif s["kind"] == "calibration":
         lines.append(f"  {'method':<28} {'predicted':>9} {'measured':>9} {'SWI':>7} {'error':>8}")
         for m in s["methods"]:
             lines.append(f"  {m['name']:<28} {_f(m['predicted']):>9} {_f(m['measured']):>9} "
                          f"{_f(m['swi']):>7} {_pct(m['error']):>8}")
-    elif plot.kind == "landscape":
+    elif s["kind"] == "landscape":
         best = ", ".join(f"{k}={v}" for k, v in s["grid_best"].items() if k != "ewif")
         lines += [f"  cascade    : {s['cascade']}  EWIF {s['ewif']:.4f}",
                   f"  entries    : {' × '.join(s['entries'])}",
@@ -195,13 +206,11 @@ def _human(plot) -> str:
                     row += f" {_interval(part, n):>26}"
             lines.append(row)
         if sim:
-            lines.append(f"  simulated: {sim['trials']:,} target steps, seed {sim['seed']}, "
-                         f"Wilson intervals at {sim['level']:g}"
-                         + (" (interrupted)" if sim["interrupted"] else ""))
+            lines.append(f"  {sim['label']}")
         if meas:
             lines.append(f"  {meas['label']}; "
-                         + (f"{meas['trials']:,} target steps" if meas["trials"]
-                            else "no step count in the file: no interval"))
+                         + (f"{meas['trials']:,} target steps, Wilson intervals"
+                            if meas["trials"] else "no step count in the file: no interval"))
     return "\n".join(lines)
 
 

@@ -121,9 +121,11 @@ def run(args: argparse.Namespace) -> int:
         )
         out["bursty"] = [r.to_dict() for r in rows]
     if args.plot:
-        from simulate.plots import plot_simulation
+        from ewif.plotting.simulation import draw_simulation
+        from simulate.plotting import simulation_data
 
-        out["plot"] = str(plot_simulation(result, cascade, args.plot, max_position=m, level=level))
+        data = simulation_data(result, cascade, max_position=m, level=level)
+        out["plot"] = str(draw_simulation(data, args.plot))
     if args.json:
         print(json.dumps(out, indent=2))
     else:

@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 
 from ewif import results as res
 from ewif.plotting import style
-from ewif.plotting.calibration import calibration_points, plot_calibration
-from ewif.plotting.ewif_vs_k import ewif_vs_k_curves, plot_ewif_vs_k
+from ewif.plotting.calibration import compute_calibration, draw_calibration
+from ewif.plotting.ewif_vs_k import compute_ewif_vs_k, draw_ewif_vs_k
 from ewif.theorems import best_k, sd_ewif, vertical_ewif
 from tests.notebooks.images import assert_image, png_size
 
@@ -95,7 +95,7 @@ def test_style_refuses_a_folder_and_non_paths(tmp_path):
 
 
 def test_calibration_points_and_errors(results_file):
-    points = {p.name: p for p in calibration_points(results_file)}
+    points = {p.name: p for p in compute_calibration(results_file).points}
     assert points["SD k=4"].error == pytest.approx(2.0 / 1.8 - 1)
     assert points["CSD"].error == pytest.approx(2.3 / 2.4 - 1)
     assert points["AR"].error == 0.0
@@ -109,29 +109,26 @@ def test_calibration_points_and_errors(results_file):
 @pytest.mark.parametrize("suffix", [".png", ".svg", ".pdf"])
 def test_plot_calibration_writes_an_image(results_file, tmp_path, suffix):
     out = tmp_path / f"cal{suffix}"
-    fig = plot_calibration(results_file, out)
+    data = compute_calibration(results_file)
+    assert draw_calibration(data, out) == out
     assert_image(out)
-    ax = fig.axes[0]
-    assert "measured" in ax.get_ylabel() and "predicted" in ax.get_xlabel()
-    assert "mean 7.6%" in ax.get_title()  # (|2/1.8-1| + |2.3/2.4-1|)/2 = 7.64 %
-    labels = ax.get_legend_handles_labels()[1]
-    assert any("y = x" in s for s in labels) and any("SWI" in s for s in labels)
+    assert "mean 7.6%" in data.summary  # (|2/1.8-1| + |2.3/2.4-1|)/2 = 7.64 %, in the title
 
 
 def test_plot_calibration_bad_input(tmp_path, results_file):
     wrong = tmp_path / "models.json"
     wrong.write_text(json.dumps({"schema": "csd.models/1", "models": []}))
     with pytest.raises(ValueError, match=r"schema must be 'csd\.results/1'"):
-        plot_calibration(wrong)
+        compute_calibration(wrong)
     with pytest.raises(ValueError, match="unknown suffix"):
-        plot_calibration(results_file, tmp_path / "x.gif")
+        draw_calibration(compute_calibration(results_file), tmp_path / "x.gif")
     with pytest.raises(TypeError, match="results must be"):
-        plot_calibration(42)
+        compute_calibration(42)
     data = results_dict()
     for m in data["methods"]:
         m["predicted_speedup"] = None
     with pytest.raises(ValueError, match="nothing to calibrate"):
-        plot_calibration(res.Results.from_dict(data))
+        compute_calibration(res.Results.from_dict(data))
 
 
 # ----------------------------------------------------------------------------- ewif vs k
@@ -143,7 +140,7 @@ cost = st.floats(0.005, 0.5)
 @settings(max_examples=40)
 @given(a1=unit, a2=unit, a12=unit, c1=cost, c2=st.floats(0.0, 0.05))
 def test_ewif_vs_k_curves_are_the_theorems(a1, a2, a12, c1, c2):
-    sd1, sd2, vertical, horizontal = ewif_vs_k_curves(
+    sd1, sd2, vertical, horizontal = compute_ewif_vs_k(
         a1, c1, alpha2=a2, c2=c2, alpha12=a12, k_max=6, inner_k_max=5)
     ks = sd1.k
     assert all(np.array_equal(c.k, ks) for c in (sd2, vertical, horizontal))
@@ -163,33 +160,32 @@ def test_ewif_vs_k_curves_are_the_theorems(a1, a2, a12, c1, c2):
 
 
 def test_ewif_vs_k_widens_the_range_to_hold_the_sd_optimum():
-    (sd,) = ewif_vs_k_curves(0.95, 0.01, k_max=5)
+    (sd,) = compute_ewif_vs_k(0.95, 0.01, k_max=5)
     assert sd.best_k == best_k(0.95, 0.01)[0] > 5
     assert sd.k[-1] >= sd.best_k + 2
 
 
 def test_ewif_vs_k_free_drafter_has_its_optimum_at_the_range_edge():
-    (sd,) = ewif_vs_k_curves(0.5, 0.0, k_max=8)  # c = 0: EWIF rises for ever
+    (sd,) = compute_ewif_vs_k(0.5, 0.0, k_max=8)  # c = 0: EWIF rises for ever
     assert sd.k[-1] == 8 and sd.best_k == 8
 
 
 def test_ewif_vs_k_edges_are_exact():
-    (sd0,) = ewif_vs_k_curves(0.0, 0.1, k_max=4)
+    (sd0,) = compute_ewif_vs_k(0.0, 0.1, k_max=4)
     np.testing.assert_array_equal(sd0.ewif, 1.0 / (1.0 + 0.1 * sd0.k))
-    (sd1,) = ewif_vs_k_curves(1.0, 2.0, k_max=4)
+    (sd1,) = compute_ewif_vs_k(1.0, 2.0, k_max=4)
     np.testing.assert_allclose(sd1.ewif, (sd1.k + 1) / (1.0 + 2.0 * sd1.k), rtol=1e-15)
 
 
-def test_plot_ewif_vs_k_marks_each_optimum(tmp_path):
+def test_draw_ewif_vs_k_writes_the_four_curves(tmp_path):
     out = tmp_path / "evk.png"
-    fig = plot_ewif_vs_k(0.8, 0.05, out, alpha2=0.5, c2=0.002, alpha12=0.7)
+    curves = compute_ewif_vs_k(0.8, 0.05, alpha2=0.5, c2=0.002, alpha12=0.7)
+    assert draw_ewif_vs_k(curves, out) == out
     assert png_size(out) == (960, 630)
     assert_image(out)
-    ax = fig.axes[0]
-    stars = [ln for ln in ax.get_lines() if ln.get_marker() == "*"]
-    assert len(stars) == 4
-    labels = ax.get_legend_handles_labels()[1]
-    assert len(labels) == 4 and all("★ best" in s for s in labels)
+    assert [c.label.split(",")[0].split(":")[0] for c in curves] == [
+        "SD", "SD", "vertical", "horizontal"]
+    assert all(c.to_dict()["best_ewif"] == c.best_ewif >= 1.0 for c in curves)
 
 
 @pytest.mark.parametrize(
@@ -201,7 +197,7 @@ def test_plot_ewif_vs_k_marks_each_optimum(tmp_path):
 )
 def test_ewif_vs_k_bad_input(kwargs, message):
     with pytest.raises(ValueError, match=message):
-        ewif_vs_k_curves(**kwargs)
+        compute_ewif_vs_k(**kwargs)
 
 
 # ----------------------------------------------------------------------------- csd plot
