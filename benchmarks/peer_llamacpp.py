@@ -69,7 +69,7 @@ from ewif.io import ModelSet
 from realrun.commands.measure import threads_arg
 from realrun.pipeline import realrun, split_prompts
 from realrun.prompts import Prompt, encode
-from simulate.tokens.sampling import Decoding
+from simulate.decoder.sampling import Decoding
 
 HERE = Path(__file__).resolve().parent
 FAMILIES = {"qwen": ["qwen-1.5b", "qwen-0.5b"], "smollm2": ["smollm2"]}

@@ -43,7 +43,7 @@ from ewif import results as results_io
 from realrun.commands.measure import threads_arg
 from realrun.pipeline import realrun
 from realrun.report import format_results
-from simulate.tokens.sampling import Decoding
+from simulate.decoder.sampling import Decoding
 
 FAMILIES = {
     "qwen": ("qwen2.5-coder-1.5b/0.5b+mag", ["qwen-1.5b", "qwen-0.5b"]),

@@ -1,4 +1,4 @@
-"""A Hugging Face causal LM as a :class:`simulate.tokens.interface.TokenModel`.
+"""A Hugging Face causal LM as a :class:`simulate.decoder.interface.TokenModel`.
 
 ``logits(tokens, n)`` follows the interface's cache contract with a transformers
 ``DynamicCache`` holding the keys/values of ``cached`` (the tokens last fed):
@@ -31,6 +31,7 @@ import torch
 from transformers import DynamicCache, PreTrainedModel
 
 from ewif import validate
+from simulate.decoder.interface import common_prefix
 
 TimingHook = Callable[[int, float], None]
 
@@ -111,7 +112,7 @@ class HFTokenModel:
 
     def _rollback(self, ids: list[int], limit: int) -> int:
         """Keep the cache of the longest common prefix (at most ``limit``); return its length."""
-        keep = _common_prefix(self._cached, ids, limit)
+        keep = common_prefix(self._cached, ids, limit)
         if keep == 0 or self._cache is None:
             self._cache = DynamicCache(config=self.model.config)
             return 0
@@ -121,12 +122,3 @@ class HFTokenModel:
                 self._cache = DynamicCache(config=self.model.config)
                 return 0
         return keep
-
-
-def _common_prefix(a: list[int], b: list[int], limit: int) -> int:
-    """Length of the longest common prefix of ``a`` and ``b``, at most ``limit``."""
-    m = min(len(a), len(b), limit)
-    if m <= 0:
-        return 0
-    diff = np.flatnonzero(np.asarray(a[:m]) != np.asarray(b[:m]))
-    return int(diff[0]) if diff.size else m

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ewif import validate
-from simulate.tokens.interface import TokenModel
+from simulate.decoder.interface import TokenModel
 
 
 @dataclass(frozen=True)

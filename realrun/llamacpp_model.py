@@ -1,4 +1,4 @@
-"""A llama.cpp model (a GGUF file) as a :class:`simulate.tokens.interface.TokenModel`.
+"""A llama.cpp model (a GGUF file) as a :class:`simulate.decoder.interface.TokenModel`.
 
 Built on llama-cpp-python's C API (``llama_cpp.llama_cpp``, version 0.3.36: ``llama_batch``,
 ``llama_decode``, ``llama_get_logits`` and the memory API ``llama_memory_seq_rm``), so one
@@ -42,6 +42,7 @@ from pathlib import Path
 import numpy as np
 
 from ewif import validate
+from simulate.decoder.interface import common_prefix
 
 TimingHook = Callable[[int, float], None]
 _ERROR_LEVEL = 4  # ggml_log_level GGML_LOG_LEVEL_ERROR (ggml.h)
@@ -228,7 +229,7 @@ class LlamaCppTokenModel:
 
     def _rollback(self, ids: list[int], limit: int) -> int:
         """Keep the cache of the longest common prefix (at most ``limit``); return its length."""
-        keep = _common_prefix(self._cached, ids, limit)
+        keep = common_prefix(self._cached, ids, limit)
         if keep < len(self._cached) and (
                 keep == 0 or not self._lib.llama_memory_seq_rm(self._memory, 0, keep, -1)):
             self.reset()
@@ -252,15 +253,6 @@ class LlamaCppTokenModel:
             self.reset()
             raise RuntimeError(f"llama_decode of {m} positions failed for model {self.name!r} "
                                f"(code {code})")
-
-
-def _common_prefix(a: list[int], b: list[int], limit: int) -> int:
-    """Length of the longest common prefix of ``a`` and ``b``, at most ``limit``."""
-    m = min(len(a), len(b), limit)
-    if m <= 0:
-        return 0
-    diff = np.flatnonzero(np.asarray(a[:m]) != np.asarray(b[:m]))
-    return int(diff[0]) if diff.size else m
 
 
 def gguf_tokenizer(path: str | Path):

@@ -15,7 +15,7 @@ this is closer to a cascade than the reviewer's own continuation). Per position:
 * greedy: ``a_t = 1`` iff drafter ``j``'s proposal ``x`` (its argmax; Max-Gram's
   ``propose(prefix, P, 1)``) passes reviewer ``r``'s greedy test with lenience ``l``,
   ``z_r(x) + log l >= max z_r`` (raw logits; ``l = 1``: ``x`` is ``r``'s argmax) — exactly
-  :func:`simulate.tokens.review.greedy_review`;
+  :func:`simulate.decoder.verify.greedy_verify`;
 * sampling: ``a_t = Σ_x min(q_j(x), l·p_r(x))`` with ``p, q`` the decoded (temperature,
   top-p) distributions — the acceptance probability of speculative sampling with lenience,
   ``1 − TV(p, q)`` at ``l = 1``; for Max-Gram (point mass at ``x``) ``min(1, l·p_r(x))``.
@@ -54,9 +54,9 @@ from tqdm.auto import tqdm
 from ewif import validate
 from ewif.io import ModelSet
 from realrun.timing import PassTiming, time_passes, time_proposer
-from simulate.tokens.cascade import CascadeDecoder
-from simulate.tokens.interface import Proposer, TokenModel
-from simulate.tokens.sampling import Decoding
+from simulate.decoder.cascade import CascadeDecoder
+from simulate.decoder.interface import Proposer, TokenModel
+from simulate.decoder.sampling import Decoding
 
 
 def position_curve(runs: Sequence[np.ndarray], max_position: int) -> np.ndarray:

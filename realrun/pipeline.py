@@ -60,8 +60,8 @@ from realrun.run import (
     run,
 )
 from realrun.vocabulary import check_shared_vocabulary
-from simulate.tokens.interface import Proposer, TokenModel
-from simulate.tokens.sampling import Decoding
+from simulate.decoder.interface import Proposer, TokenModel
+from simulate.decoder.sampling import Decoding
 
 CPU_DTYPES = ("float32", "bfloat16", "float16")
 #: Inference engines a family can run on: transformers (hub ids, directories, GGUF files

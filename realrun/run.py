@@ -7,7 +7,7 @@ same ``max_new_tokens`` and EOS:
   with sampling, our decoder with an empty K, because transformers' sampler draws other
   random numbers; on the llama.cpp backend always our decoder with an empty K);
 * ``sd`` — plain speculative decoding with one drafter and budget ``k`` (our
-  :class:`~simulate.tokens.cascade.CascadeDecoder`, ``K = [[k]]``);
+  :class:`~simulate.decoder.cascade.CascadeDecoder`, ``K = [[k]]``);
 * ``csd`` — a cascade ``models``/``K``/``lenience`` (given, or recommended by
   :func:`ewif.recommendation.recommend` on the measured model set);
 * ``hf-assisted`` / ``hf-prompt-lookup`` — transformers' assisted generation with a neural
@@ -57,9 +57,9 @@ from ewif.search import optimize
 from realrun.baselines import hf_generate
 from realrun.hf_model import HFTokenModel
 from realrun.llamacpp_model import LlamaCppTokenModel
-from simulate.tokens.cascade import CascadeDecoder, CascadeStats
-from simulate.tokens.interface import Proposer
-from simulate.tokens.sampling import Decoding
+from simulate.decoder.cascade import CascadeDecoder, CascadeStats
+from simulate.decoder.interface import Proposer
+from simulate.decoder.sampling import Decoding
 
 #: Neural models that count their passes (prefilled before the clock, priced per pass size).
 _COUNTED = (HFTokenModel, LlamaCppTokenModel)

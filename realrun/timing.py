@@ -6,7 +6,7 @@ hardware the cost of such a pass is a curve in ``m``, not a line: BLAS switches 
 with the number of rows (on an AVX-512 CPU in float32 a pass over m = 2 costs about two
 single passes, then the curve flattens; in bfloat16 it is nearly flat from the start).
 
-:func:`time_passes` measures that curve for a :class:`~simulate.tokens.interface.TokenModel`
+:func:`time_passes` measures that curve for a :class:`~simulate.decoder.interface.TokenModel`
 the way decoding runs it: every timed pass rolls back the previous pass's tail (a cache crop,
 as a step after a rejection does) and feeds ``m`` fresh positions after the same cached
 context; after a warm-up round, ``repeats`` rounds time every ``m`` of a grid in a shuffled
@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ewif import validate
-from simulate.tokens.interface import Proposer, TokenModel
+from simulate.decoder.interface import Proposer, TokenModel
 
 _DENSE_UP_TO = 6
 

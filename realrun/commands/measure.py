@@ -70,8 +70,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def decoding_of(args: argparse.Namespace):
-    """The :class:`~simulate.tokens.sampling.Decoding` of ``--temperature``/``--top-p``."""
-    from simulate.tokens.sampling import Decoding
+    """The :class:`~simulate.decoder.sampling.Decoding` of ``--temperature``/``--top-p``."""
+    from simulate.decoder.sampling import Decoding
 
     return Decoding(args.temperature, args.top_p)
 

@@ -14,8 +14,8 @@ from realrun.bigram import BigramTable
 from realrun.hf_model import HFTokenModel
 from realrun.maxgram import MaxGram
 from realrun.tiny import EOS
-from simulate.tokens.cascade import CascadeDecoder
-from simulate.tokens.sampling import Decoding
+from simulate.decoder.cascade import CascadeDecoder
+from simulate.decoder.sampling import Decoding
 
 NEW = 16
 CONFIGS = {

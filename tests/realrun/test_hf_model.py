@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from realrun.hf_model import HFTokenModel
 from realrun.tiny import VOCAB
-from simulate.tokens.interface import TokenModel
+from simulate.decoder.interface import TokenModel
 
 
 def _scratch(model, tokens: list[int], n: int) -> np.ndarray:

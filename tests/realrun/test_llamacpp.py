@@ -25,9 +25,9 @@ from realrun.llamacpp_model import LlamaCppTokenModel, gguf_tokenizer, load_gguf
 from realrun.maxgram import MaxGram
 from realrun.pipeline import load_family
 from realrun.tiny import PROMPT_TEXTS, build_qwen2, write_gguf
-from simulate.tokens.cascade import CascadeDecoder
-from simulate.tokens.interface import TokenModel
-from simulate.tokens.sampling import Decoding
+from simulate.decoder.cascade import CascadeDecoder
+from simulate.decoder.interface import TokenModel
+from simulate.decoder.sampling import Decoding
 
 pytest.importorskip("llama_cpp")
 

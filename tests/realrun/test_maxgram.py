@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from realrun.bigram import BigramTable
 from realrun.maxgram import MaxGram, SuffixAutomaton
-from simulate.tokens.interface import Proposer
+from simulate.decoder.interface import Proposer
 
 V = 6
 BIGRAM = BigramTable(np.array([3, 0, 5, 1, 1, 2]), "test", "test")

@@ -17,7 +17,7 @@ from realrun.hf_model import HFTokenModel
 from realrun.maxgram import MaxGram
 from realrun.measure import measure, position_curve
 from realrun.timing import PassTiming, grid
-from simulate.tokens.sampling import Decoding
+from simulate.decoder.sampling import Decoding
 
 LENIENCES = (1.0, 3.0)
 NEW = 8
@@ -106,7 +106,7 @@ def test_sampling_alpha_is_one_minus_total_variation(chain, tiny_models, tiny_pr
     ms = measure(chain[:2], tiny_prompts[:1], max_new_tokens=4, leniences=(1.0,), max_m=1,
                  repeats=1, warmup=0, decoding=dec, seed=3, progress=False)
     # the same continuation the measurement sampled (seeded decoder), then 1 - TV per position
-    from simulate.tokens.cascade import CascadeDecoder
+    from simulate.decoder.cascade import CascadeDecoder
 
     prompt = tiny_prompts[0]
     cont = CascadeDecoder([chain[0]], np.zeros((0, 0), int), decoding=dec, seed=3).generate(

@@ -20,7 +20,7 @@ from realrun.pipeline import (
 )
 from realrun.prompts import load_prompts
 from realrun.run import _Tally, divergences, recommendation_record
-from simulate.tokens.sampling import Decoding
+from simulate.decoder.sampling import Decoding
 
 
 @pytest.fixture(scope="module")

@@ -73,7 +73,7 @@ def test_swi_is_recomputed_from_counted_passes(setup, tiny_prompts):
     for x in (t, d):
         x.logits(tiny_prompts[0], 1)
         x.reset_counters()
-    from simulate.tokens.cascade import CascadeDecoder
+    from simulate.decoder.cascade import CascadeDecoder
 
     out = CascadeDecoder([t, d], [[3]]).generate(tiny_prompts[0], NEW)
     # every pass priced at its own size m on the measured curve
@@ -139,7 +139,7 @@ def test_bad_input(setup, tiny_prompts):
         run([Method("AR", "autoregressive", ("ghost",))], models, tiny_prompts, model_set=ms,
             progress=False)
     with pytest.raises(ValueError, match="greedy only"):
-        from simulate.tokens.sampling import Decoding
+        from simulate.decoder.sampling import Decoding
 
         run([Method("PL", "hf-prompt-lookup", ("target",), k=3)], models, tiny_prompts,
             model_set=ms, decoding=Decoding(1.0), progress=False)

@@ -22,16 +22,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from simulate.tokens.cascade import CascadeDecoder
-from simulate.tokens.lossless import (
+from simulate.decoder.cascade import CascadeDecoder
+from simulate.decoder.lossless import (
     check_lossless,
     chi_square,
     greedy_reference,
     sample_prefixes,
     target_distribution,
 )
-from simulate.tokens.sampling import Decoding
-from simulate.tokens.synthetic import SyntheticLM, SyntheticProposer
+from simulate.decoder.sampling import Decoding
+from simulate.decoder.synthetic import SyntheticLM, SyntheticProposer
 
 PROMPT = [1, 2]
 M = 3
@@ -180,9 +180,9 @@ def test_naive_laws_under_lenience_are_detected_as_lossy(monkeypatch) -> None:
     """Handing a leniently reviewed token upward with the reviewer's own distribution as
     its law (instead of (★)) breaks losslessness at lenience 5 — the check detects it with
     10^4 samples (seed 15) — which is why the cascade carries (★)."""
-    import simulate.tokens.review as review
+    import simulate.decoder.verify as verify
 
-    monkeypatch.setattr(review, "output_law", lambda q, x, p, lenience: p)
+    monkeypatch.setattr(verify, "output_law", lambda q, x, p, lenience: p)
     models, K = CASCADES["two_level_proposer"]
     dec = CascadeDecoder(models, K, lenience=5.0, decoding=Decoding(1.0), seed=15)
     report = check_lossless(dec, PROMPT, M, 10_000, LEVEL)

@@ -1,7 +1,7 @@
 """Algorithm 1 (Cascade Speculative Drafting) at token level, with K, and its statistics.
 
 Models ``0..n``, largest first: ``0`` is the target, ``1..n`` the drafters (a
-:class:`~simulate.tokens.interface.Proposer` may only be a leaf). ``K`` is the ``n × n``
+:class:`~simulate.decoder.interface.Proposer` may only be a leaf). ``K`` is the ``n × n``
 upper-triangular budget matrix, 1-based as in the paper's Table 5 and issue 3:
 ``k_rj`` (``K[r-1][j-1]``) is the token budget of drafter ``j`` when model ``r − 1``
 reviews.
@@ -40,9 +40,9 @@ import numpy as np
 
 from ewif import validate
 from ewif.review_call import is_leaf
-from simulate.tokens.interface import Proposer, TokenModel
-from simulate.tokens.review import TokenLaw, greedy_review, speculative_review
-from simulate.tokens.sampling import Decoding, sample
+from simulate.decoder.interface import Proposer, TokenModel, common_prefix
+from simulate.decoder.sampling import Decoding, sample
+from simulate.decoder.verify import TokenLaw, greedy_verify, speculative_verify
 
 
 @dataclass
@@ -51,7 +51,7 @@ class CascadeStats:
 
     * ``passes[i]`` — forward passes of model ``i`` (``propose`` calls for a Proposer);
     * ``tokens_fed[i]`` — positions model ``i`` processed, following the cache contract of
-      :class:`~simulate.tokens.interface.TokenModel` (tokens proposed, for a Proposer);
+      :class:`~simulate.decoder.interface.TokenModel` (tokens proposed, for a Proposer);
     * ``target_steps`` — target reviews; ``accepted_lengths`` — tokens each target review
       yielded, bonus included (vLLM's "mean accepted length" is their mean), counted
       before the output is cut at EOS / ``max_new_tokens``;
@@ -326,10 +326,10 @@ class CascadeDecoder:
         logits = self._forward(r, seq + draft, len(draft) + 1, rec)
         lenience = self.lenience if r > 0 or self.lenient_target else 1.0
         if self.decoding.greedy:
-            review = greedy_review(draft, logits, lenience)
+            review = greedy_verify(draft, logits, lenience)
         else:
             probs = self.decoding.probs(logits)
-            review = speculative_review(draft, laws, probs, lenience, self._rng, r > 0)
+            review = speculative_verify(draft, laws, probs, lenience, self._rng, r > 0)
         a = review.accepted
         rec.review(r, producers, a)
         if r == 0:
@@ -379,7 +379,7 @@ class CascadeDecoder:
 
     def _forward(self, i: int, tokens: list[int], n: int, rec: _Recorder) -> np.ndarray:
         """One pass of model ``i``: logits of the last ``n`` prefixes of ``tokens``."""
-        keep = min(_common_prefix(tokens, self._seen[i]), len(tokens) - n)
+        keep = common_prefix(tokens, self._seen[i], len(tokens) - n)
         rec.passes[i] += 1
         rec.fed[i] += len(tokens) - keep
         self._seen[i] = tokens
@@ -390,21 +390,6 @@ class CascadeDecoder:
                 f"expected ({n}, {self._vocab})"
             )
         return logits
-
-
-def _common_prefix(a: list[int], b: list[int]) -> int:
-    """Length of the longest common prefix (list slices compare at C speed)."""
-    n = min(len(a), len(b))
-    if a[:n] == b[:n]:
-        return n
-    lo, hi = 0, n - 1  # a[:lo] == b[:lo] and a[:hi + 1] != b[:hi + 1]
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if a[:mid] == b[:mid]:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
 
 
 def _check_models(models: object) -> list[TokenModel | Proposer]:

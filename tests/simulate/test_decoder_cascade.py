@@ -9,10 +9,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from simulate.tokens.cascade import CascadeDecoder, CascadeStats
-from simulate.tokens.lossless import chi_square, greedy_reference
-from simulate.tokens.sampling import Decoding
-from simulate.tokens.synthetic import SyntheticLM, SyntheticProposer
+from simulate.decoder.cascade import CascadeDecoder, CascadeStats
+from simulate.decoder.lossless import chi_square, greedy_reference
+from simulate.decoder.sampling import Decoding
+from simulate.decoder.synthetic import SyntheticLM, SyntheticProposer
 
 TARGET = SyntheticLM.random(8, 2, seed=1, name="t")
 D1 = TARGET.drafter(0.8, seed=2, name="d1")
@@ -242,3 +242,17 @@ def test_misbehaving_models_are_reported() -> None:
 
     with pytest.raises(ValueError, match=r"shape \(1, 9\)"):
         CascadeDecoder([Wide()], []).generate([1], 3)
+
+
+@given(st.lists(st.integers(0, 3), max_size=12), st.lists(st.integers(0, 3), max_size=12),
+       st.one_of(st.none(), st.integers(-2, 14)))
+def test_common_prefix_is_the_longest_shared_prefix_within_the_limit(a, b, limit):
+    from simulate.decoder.interface import common_prefix
+
+    brute = 0
+    while brute < min(len(a), len(b)) and a[brute] == b[brute]:
+        brute += 1
+    if limit is not None:
+        brute = min(brute, max(limit, 0))
+    assert common_prefix(a, b, limit) == brute
+    assert common_prefix(tuple(a), b, limit) == brute  # any sequences of ids

@@ -64,3 +64,21 @@ class Proposer(Protocol):
     vocab_size: int
 
     def propose(self, tokens: Sequence[int], prompt_length: int, k: int) -> list[int]: ...
+
+
+def common_prefix(a: Sequence[int], b: Sequence[int], limit: int | None = None) -> int:
+    """Length of the longest common prefix of token lists ``a`` and ``b``, at most ``limit``
+    — what a model keeps of its cache under the contract above (list slices compare at C
+    speed; a bisection finds the first difference)."""
+    a, b = list(a), list(b)
+    n = min(len(a), len(b), len(a) if limit is None else max(limit, 0))
+    if a[:n] == b[:n]:
+        return n
+    lo, hi = 0, n - 1  # a[:lo] == b[:lo] and a[:hi + 1] != b[:hi + 1]
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo

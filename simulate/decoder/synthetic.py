@@ -3,7 +3,7 @@
 :class:`SyntheticLM` is a deterministic function from the last ``context`` tokens to a
 categorical distribution over a small vocabulary (positions before the start of the
 sequence read as a padding symbol), stored as a table with one row per context. It
-implements :class:`~simulate.tokens.interface.TokenModel` (stateless, so the cache
+implements :class:`~simulate.decoder.interface.TokenModel` (stateless, so the cache
 contract holds trivially) and returns log-probabilities as logits.
 
 Closeness is set exactly. ``model.drafter(alpha)`` returns, for every context ``c``,

@@ -15,7 +15,7 @@
 * :func:`greedy_reference` — the target's own greedy decoding, the reference for
   token-identical greedy output.
 
-Works for any :class:`~simulate.tokens.interface.TokenModel` (``realrun`` reuses it on
+Works for any :class:`~simulate.decoder.interface.TokenModel` (``realrun`` reuses it on
 tiny real models).
 """
 
@@ -29,10 +29,10 @@ import numpy as np
 from tqdm import tqdm
 
 from ewif import validate
+from simulate.decoder.cascade import CascadeDecoder
+from simulate.decoder.interface import TokenModel
+from simulate.decoder.sampling import Decoding
 from simulate.stats import ChiSquare, chi_square_gof
-from simulate.tokens.cascade import CascadeDecoder
-from simulate.tokens.interface import TokenModel
-from simulate.tokens.sampling import Decoding
 
 Outcome = tuple[int, ...]
 

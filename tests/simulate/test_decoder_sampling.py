@@ -8,8 +8,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from scipy.special import softmax
 
-from simulate.tokens.lossless import chi_square
-from simulate.tokens.sampling import Decoding, sample
+from simulate.decoder.lossless import chi_square
+from simulate.decoder.sampling import Decoding, sample
 
 logit_rows = st.lists(st.floats(-20, 20), min_size=2, max_size=12).map(np.array)
 
@@ -154,9 +154,9 @@ def test_sample_refuses_a_broken_distribution(p) -> None:
 def test_cascade_at_a_tiny_temperature_emits_the_target_argmax() -> None:
     """A nearly flat vocab-8 target at T = 1e-308 (max|logit|/T overflows float): the
     output is the T → 0 limit, the target's greedy decoding, not garbage token ids."""
-    from simulate.tokens.cascade import CascadeDecoder
-    from simulate.tokens.lossless import greedy_reference
-    from simulate.tokens.synthetic import SyntheticLM
+    from simulate.decoder.cascade import CascadeDecoder
+    from simulate.decoder.lossless import greedy_reference
+    from simulate.decoder.synthetic import SyntheticLM
 
     target = SyntheticLM.random(8, 2, sharpness=0.01, seed=1, name="flat")
     drafter = target.drafter(0.9, seed=2, name="d")

@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from simulate.tokens.interface import Proposer, TokenModel
-from simulate.tokens.synthetic import SyntheticLM, SyntheticProposer, acceptance_rates
+from simulate.decoder.interface import Proposer, TokenModel
+from simulate.decoder.synthetic import SyntheticLM, SyntheticProposer, acceptance_rates
 
 TARGET = SyntheticLM.random(8, 2, seed=1)
 

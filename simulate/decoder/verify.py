@@ -1,5 +1,5 @@
-r"""One speculative review of a draft: exact speculative sampling with lenience, and the
-greedy review.
+r"""The verify step of Algorithm 1: one reviewer checks a draft — exact speculative sampling
+with lenience (:func:`speculative_verify`), and the greedy check (:func:`greedy_verify`).
 
 Sampling review (Leviathan et al., Algorithm 1 / Theorem 3.5 there; the seed's review
 function with lenience ``l >= 1``). The reviewer's next-token distributions are
@@ -60,7 +60,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from simulate.tokens.sampling import sample
+from simulate.decoder.sampling import sample
 
 #: Law of a draft token: a probability row over the vocabulary, or ``None`` for the
 #: point mass at the token itself.
@@ -103,7 +103,7 @@ def output_law(q: TokenLaw, x: int, p: np.ndarray, lenience: float) -> TokenLaw:
     return m / beta  # beta == 1 up to rounding: nothing is ever rejected, r = m
 
 
-def speculative_review(
+def speculative_verify(
     draft: Sequence[int],
     draft_laws: Sequence[TokenLaw],
     probs: np.ndarray,
@@ -151,7 +151,7 @@ def speculative_review(
     return Review(tokens, a, laws)
 
 
-def greedy_review(draft: Sequence[int], logits: np.ndarray, lenience: float) -> Review:
+def greedy_verify(draft: Sequence[int], logits: np.ndarray, lenience: float) -> Review:
     """Greedy review of ``draft`` against raw ``logits`` of shape ``(len(draft) + 1, V)``:
     accept ``x`` iff ``lenience·p(x) >= max p`` (``lenience == 1``: iff ``x`` is the
     argmax, lowest id on ties); the last token is the argmax of the first rejected (or

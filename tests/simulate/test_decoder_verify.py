@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from simulate.tokens.lossless import chi_square
-from simulate.tokens.review import greedy_review, output_law, speculative_review
-from simulate.tokens.sampling import sample
+from simulate.decoder.lossless import chi_square
+from simulate.decoder.sampling import sample
+from simulate.decoder.verify import greedy_verify, output_law, speculative_verify
 
 V = 6
 
@@ -76,7 +76,7 @@ def test_sampling_review_realises_the_output_law(lenience: float, point_mass: bo
     counts: dict[tuple[int], int] = {}
     for _ in range(30_000):
         x = 0 if point_mass else sample(q, rng)
-        out = speculative_review([x], [None if point_mass else q], probs, lenience, rng, False)
+        out = speculative_verify([x], [None if point_mass else q], probs, lenience, rng, False)
         counts[(out.tokens[0],)] = counts.get((out.tokens[0],), 0) + 1
     law = output_law(None, 0, p, lenience) if point_mass else output_law(q, 0, p, lenience)
     assert chi_square(counts, {(i,): law[i] for i in range(V) if law[i] > 0}).p_value >= 1e-3
@@ -86,7 +86,7 @@ def test_review_structure_and_laws() -> None:
     rng = np.random.default_rng(0)
     p = np.full((3, V), 1 / V)
     # the draft's own law: always accepted (u·q < p for u < 1), bonus from the last row
-    out = speculative_review([2, 5], [p[0], p[1]], p, 1.0, rng, True)
+    out = speculative_verify([2, 5], [p[0], p[1]], p, 1.0, rng, True)
     assert out.accepted == 2 and out.tokens[:2] == [2, 5] and len(out.tokens) == 3
     assert len(out.laws) == 3 and all(np.array_equal(law, p[0]) for law in out.laws)
     # a token the reviewer gives probability 0 is never accepted, whatever the lenience
@@ -94,19 +94,19 @@ def test_review_structure_and_laws() -> None:
     zero[0, 2] = 0.0
     zero[0] /= zero[0].sum()
     for _ in range(50):
-        out = speculative_review([2, 5], [None, p[1]], zero, 1e6, rng, True)
+        out = speculative_verify([2, 5], [None, p[1]], zero, 1e6, rng, True)
         assert out.accepted == 0 and out.tokens[0] != 2 and len(out.laws) == 1
     # an empty draft yields the bonus token only
-    out = speculative_review([], [], p[:1], 3.0, rng, True)
+    out = speculative_verify([], [], p[:1], 3.0, rng, True)
     assert out.accepted == 0 and len(out.tokens) == 1 and len(out.laws) == 1
 
 
 def test_greedy_review_rules() -> None:
     logits = np.log(np.array([[0.4, 0.4, 0.2], [0.5, 0.3, 0.2], [0.1, 0.2, 0.7]]))
     # l = 1: only the argmax, lowest id on ties
-    assert greedy_review([1, 0], logits, 1.0).tokens == [0]
-    assert greedy_review([0, 0], logits, 1.0).tokens == [0, 0, 2]
+    assert greedy_verify([1, 0], logits, 1.0).tokens == [0]
+    assert greedy_verify([0, 0], logits, 1.0).tokens == [0, 0, 2]
     # l = 2: accept x iff 2·p(x) >= max p
-    assert greedy_review([1, 2], logits, 2.0).tokens == [1, 0]
-    assert greedy_review([1, 1], logits, 2.0).tokens == [1, 1, 2]
-    assert greedy_review([], logits[:1], 5.0).tokens == [0]
+    assert greedy_verify([1, 2], logits, 2.0).tokens == [1, 0]
+    assert greedy_verify([1, 1], logits, 2.0).tokens == [1, 1, 2]
+    assert greedy_verify([], logits[:1], 5.0).tokens == [0]
