@@ -23,20 +23,18 @@ from __future__ import annotations
 
 import inspect
 import time
-from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import torch
 from transformers import DynamicCache, PreTrainedModel
 
 from ewif import validate
+from realrun.counters import PassCounters, TimingHook
 from simulate.decoder.interface import common_prefix
 
-TimingHook = Callable[[int, float], None]
 
-
-class HFTokenModel:
+class HFTokenModel(PassCounters):
     """``TokenModel`` over a transformers causal LM (batch size 1, one KV cache)."""
 
     def __init__(
@@ -49,10 +47,7 @@ class HFTokenModel:
         self.model = model
         self.name = name
         self.vocab_size = int(model.get_output_embeddings().weight.shape[0])
-        self.timing_hook = timing_hook
-        self.passes = 0
-        self.tokens_fed = 0
-        self.pass_sizes: Counter[int] = Counter()
+        PassCounters.__init__(self, timing_hook)
         params = inspect.signature(model.forward).parameters
         self._cache_kw = "cache" if "cache" in params else "past_key_values"
         self._keep_kw = next(
@@ -87,11 +82,7 @@ class HFTokenModel:
             scores = out.logits[0, -n:, :].float().cpu().numpy()
         seconds = time.perf_counter() - start
         self._cached = ids
-        self.passes += 1
-        self.tokens_fed += len(fed)
-        self.pass_sizes[len(fed)] += 1
-        if self.timing_hook is not None:
-            self.timing_hook(len(fed), seconds)
+        self._record(len(fed), seconds)
         return scores
 
     @property
@@ -103,12 +94,6 @@ class HFTokenModel:
         """Drop the KV cache (the next call starts from scratch)."""
         self._cache = None
         self._cached = []
-
-    def reset_counters(self) -> None:
-        """Zero ``passes``, ``tokens_fed`` and ``pass_sizes``."""
-        self.passes = 0
-        self.tokens_fed = 0
-        self.pass_sizes = Counter()
 
     def _rollback(self, ids: list[int], limit: int) -> int:
         """Keep the cache of the longest common prefix (at most ``limit``); return its length."""

@@ -35,16 +35,15 @@ from __future__ import annotations
 import ctypes
 import os
 import time
-from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
 from ewif import validate
+from realrun.counters import PassCounters, TimingHook
 from simulate.decoder.interface import common_prefix
 
-TimingHook = Callable[[int, float], None]
 _ERROR_LEVEL = 4  # ggml_log_level GGML_LOG_LEVEL_ERROR (ggml.h)
 _state: dict = {}
 
@@ -72,7 +71,7 @@ def _lib():
     return _state["lib"]
 
 
-class LlamaCppTokenModel:
+class LlamaCppTokenModel(PassCounters):
     """``TokenModel`` over a llama.cpp model loaded from a GGUF file (batch size 1).
 
     ``n_ctx``: positions the KV cache holds (longest ``tokens``); ``max_outputs``: the most
@@ -137,10 +136,7 @@ class LlamaCppTokenModel:
         self._memory = lib.llama_get_memory(ctx)
         self._batch = lib.llama_batch_init(self.n_ctx, 0, 1)
         self.n_threads, self.n_threads_batch = threads, batch_threads
-        self.timing_hook = timing_hook
-        self.passes = 0
-        self.tokens_fed = 0
-        self.pass_sizes: Counter[int] = Counter()
+        PassCounters.__init__(self, timing_hook)
         self._cached: list[int] = []
 
     @property
@@ -191,11 +187,7 @@ class LlamaCppTokenModel:
         scores = np.array(rows, dtype=np.float32)
         seconds = time.perf_counter() - start
         self._cached = ids
-        self.passes += 1
-        self.tokens_fed += len(fed)
-        self.pass_sizes[len(fed)] += 1
-        if self.timing_hook is not None:
-            self.timing_hook(len(fed), seconds)
+        self._record(len(fed), seconds)
         return scores
 
     @property
@@ -207,12 +199,6 @@ class LlamaCppTokenModel:
         """Drop the KV cache (the next call starts from scratch)."""
         self._lib.llama_memory_clear(self._memory, True)
         self._cached = []
-
-    def reset_counters(self) -> None:
-        """Zero ``passes``, ``tokens_fed`` and ``pass_sizes``."""
-        self.passes = 0
-        self.tokens_fed = 0
-        self.pass_sizes = Counter()
 
     def close(self) -> None:
         """Free the batch, the context and the model (the object is unusable after)."""

@@ -1,0 +1,41 @@
+"""What a real model counts about its passes, shared by every backend's ``TokenModel``.
+
+``pass_sizes[m]`` is the number of forward passes that computed ``m`` positions since the
+last :meth:`PassCounters.reset_counters`; ``passes`` and ``tokens_fed`` (positions computed)
+follow from it. An optional ``timing_hook(fed, seconds)`` sees the wall time of every pass.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+
+TimingHook = Callable[[int, float], None]
+
+
+class PassCounters:
+    """Pass counters and the timing hook of a model wrapper (module docstring)."""
+
+    def __init__(self, timing_hook: TimingHook | None = None) -> None:
+        self.timing_hook = timing_hook
+        self.pass_sizes: Counter[int] = Counter()
+
+    @property
+    def passes(self) -> int:
+        """Forward passes since the last reset."""
+        return self.pass_sizes.total()
+
+    @property
+    def tokens_fed(self) -> int:
+        """Positions computed since the last reset."""
+        return sum(m * count for m, count in self.pass_sizes.items())
+
+    def reset_counters(self) -> None:
+        """Zero the counters."""
+        self.pass_sizes = Counter()
+
+    def _record(self, fed: int, seconds: float) -> None:
+        """Count one pass over ``fed`` positions that took ``seconds``."""
+        self.pass_sizes[fed] += 1
+        if self.timing_hook is not None:
+            self.timing_hook(fed, seconds)
