@@ -70,6 +70,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ewif import limits, validate
+from ewif.catch_up import feed, step_pass_sizes
 from ewif.pass_cost import PassCost
 from ewif.pgf import Pgf
 from ewif.review_call import FILLS, Call, is_leaf, review_call, rows_of
@@ -139,6 +140,11 @@ class Cascade:
     names : optional model names, for reports.
     cost_curve : list of n+1 sequences or None — measured pass costs ``cost_curve[i][m-1]``
         (see the module docstring for the extrapolation rule).
+    catch_up : n+1 booleans or None — ``catch_up[i]`` prices model ``i``'s passes at the
+        positions a KV-cached model really feeds (:mod:`ewif.catch_up`: its own last token,
+        the reviewer's correction, other models' accepted tokens); False (the default for
+        every model) is the paper's accounting. Proposers without a cache (Max-Gram) keep
+        False; the target's flag changes nothing (it always reviews its whole draft).
 
     Attributes ``alpha, cost, cost_per_token, K, n, fill, names`` are read-only arrays/values;
     ``cost`` holds the ``m = 1`` costs when curves are given (``cost_per_token`` is then
@@ -155,6 +161,7 @@ class Cascade:
         fill: str = "tokens",
         names: tuple[str, ...] | list[str] | None = None,
         cost_curve: object | None = None,
+        catch_up: object | None = None,
     ) -> None:
         if fill not in FILLS:
             raise ValueError(f"fill must be one of {FILLS}, got {fill!r}")
@@ -223,8 +230,11 @@ class Cascade:
         self.cost_curve = (
             None if cost_curve is None else tuple(pass_cost.table(i) for i in range(n + 1))
         )
+        self.catch_up = _catch_up_flags(catch_up, n)
         self._rows = rows_of(K)
         self._memo: dict = {}
+        self._feed_calls: dict = {}
+        self._feeds: dict = {}
 
     @staticmethod
     def _check_alpha(alpha: np.ndarray, K: np.ndarray, n: int) -> None:
@@ -266,9 +276,11 @@ class Cascade:
         K: object | None = None,
         lenience: float | None = None,
         fill: str = "tokens",
+        catch_up: object | None = None,
     ) -> Cascade:
         """The cascade of ``models`` (target first; default: the set's ``cascade`` section or
-        all its models) with budgets ``K`` at ``lenience`` (default 1, or the section's)."""
+        all its models) with budgets ``K`` at ``lenience`` (default 1, or the section's);
+        ``catch_up`` one flag per chosen model (default: the set's flags, if it has any)."""
         choice = model_set.cascade
         if models is None and choice is not None:
             models = choice.models
@@ -305,6 +317,7 @@ class Cascade:
             fill=fill,
             names=models,
             cost_curve=None if curves is None else [curves[i] for i in idx],
+            catch_up=_flags_of(model_set, idx) if catch_up is None else catch_up,
         )
 
     # ------------------------------------------------------------------ exact evaluation
@@ -321,9 +334,25 @@ class Cascade:
         pmf = self._call().pmf
         return float(np.arange(pmf.size) @ pmf)
 
+    def _step_sizes(self, i: int) -> np.ndarray:
+        """Expected passes of model ``i`` per target step by positions ``m`` (with its
+        catch-up pass when ``catch_up[i]``, Theorem CU of :mod:`ewif.catch_up`)."""
+        if i == 0 or not self.catch_up[i]:
+            return self._call().sizes[i]
+        step = feed(i, 0, self._rows, self.alpha, self.fill, self._feed_calls, self._feeds)
+        return step_pass_sizes(step)
+
+    def _costs(self) -> np.ndarray:
+        """Expected cost per target step of each model ``0..n``."""
+        cost = self._call().cost.copy()
+        for i in np.flatnonzero(self.catch_up):
+            if i > 0:
+                cost[i] = self.pass_cost.expected(int(i), self._step_sizes(int(i)))
+        return cost
+
     def expected_cost(self) -> float:
         """E[cost of one target step] in target-pass units (all models, all passes)."""
-        return float(self._call().cost.sum())
+        return float(self._costs().sum())
 
     def ewif(self) -> float:
         """Expected walltime improvement factor over autoregressive decoding (renewal–reward)."""
@@ -337,10 +366,9 @@ class Cascade:
         """For each model ``0..n``: its passes per target step by positions ``m``, and what
         they cost — e.g. ``pass_sizes()[0]`` is the target's review, ``m = D + 1``, whose
         ``pmf`` is the exact distribution of the draft length plus one."""
-        call = self._call()
         out = []
-        for i, counts in enumerate(call.sizes):
-            counts = counts.copy()
+        for i in range(self.n + 1):
+            counts = self._step_sizes(i).copy()
             m = np.arange(counts.size)
             cost = np.zeros(counts.size)
             cost[1:] = counts[1:] * self.pass_cost.at(i, m[1:])
@@ -350,7 +378,7 @@ class Cascade:
 
     def swi_breakdown(self) -> np.ndarray:
         """Share of the expected step cost spent in each model ``0..n`` (sums to 1)."""
-        c = self._call().cost
+        c = self._costs()
         return c / c.sum()
 
     def acceptance_by_position(self, max_position: int, conditional: bool = False) -> np.ndarray:
@@ -379,3 +407,28 @@ class Cascade:
     def __repr__(self) -> str:
         models = f"names={list(self.names)}, " if self.names else ""
         return f"Cascade({models}K={self.K.tolist()}, fill={self.fill!r}, ewif={self.ewif():.6g})"
+
+
+def _catch_up_flags(catch_up: object | None, n: int) -> np.ndarray:
+    """``catch_up`` as a read-only boolean array of ``n + 1`` flags (None: all False)."""
+    if catch_up is None:
+        flags = np.zeros(n + 1, dtype=bool)
+    else:
+        values = list(catch_up) if isinstance(catch_up, (list, tuple, np.ndarray)) else None
+        if values is None or not all(isinstance(v, (bool, np.bool_)) for v in values):
+            raise ValueError(
+                f"catch_up must be a sequence of {n + 1} booleans (one per model), got {catch_up!r}"
+            )
+        if len(values) != n + 1:
+            raise ValueError(
+                f"catch_up must have one flag per model ({n + 1}), got {len(values)}: {values}"
+            )
+        flags = np.array(values, dtype=bool)
+    flags.setflags(write=False)
+    return flags
+
+
+def _flags_of(model_set: ModelSet, idx: list[int]) -> list[bool] | None:
+    """The model set's catch-up flags of the models ``idx`` (None when it has none)."""
+    flags = getattr(model_set, "catch_up", None)
+    return None if flags is None else [bool(flags[i]) for i in idx]

@@ -1,0 +1,140 @@
+"""Witness of the catch-up pass: Algorithm 1 played on an explicit token list.
+
+Independent of :mod:`ewif.catch_up` (it shares no code with it): every token is a fresh id,
+so a correction never equals the token it replaces, and every model with ``catch_up`` keeps
+the list of tokens it last fed. A pass over the sequence ``tokens`` that must process its
+last ``n`` positions (``n = 1`` for a generating pass, ``D + 1`` for a review) feeds
+``len(tokens) − lcp(tokens, seen)`` positions, the common prefix capped at ``len − n`` —
+exactly what a KV-cached model does after cropping its cache to the common prefix. Models
+without ``catch_up`` are priced as the paper counts them (``m = n``).
+
+The first step of each stream starts from an empty cache; it is a warm-up and not counted
+(the unfed tail after one step already has its stationary law). Streams are independent,
+so per-stream totals give the confidence intervals.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+Price = Callable[[int, int], float]
+
+
+@dataclass(frozen=True)
+class FedRun:
+    """Per stream: counted tokens and cost; per model: total passes by ``m`` (all streams)."""
+
+    tokens: np.ndarray
+    cost: np.ndarray
+    sizes: tuple[dict[int, int], ...]
+    steps: int
+
+    def passes_per_step(self, model: int) -> dict[int, float]:
+        """Mean passes of ``model`` per counted step, by ``m``."""
+        total = self.tokens.size * self.steps
+        return {m: c / total for m, c in sorted(self.sizes[model].items())}
+
+
+class FedPositions:
+    """Plays cascades of ``alpha`` (reviewer × drafter acceptance), ``K`` (``n×n``, 1-based
+    as in :mod:`ewif.cascade`), ``fill`` and per-model ``catch_up`` flags; ``price(i, m)`` is
+    the cost of a pass of model ``i`` over ``m`` positions. ``draw(p)`` returns True with
+    probability ``p`` (default: a seeded ``random.Random``)."""
+
+    def __init__(
+        self,
+        alpha: object,
+        K: object,
+        fill: str,
+        catch_up: Sequence[bool],
+        price: Price,
+        seed: int = 0,
+        draw: Callable[[float], bool] | None = None,
+    ) -> None:
+        self.alpha = np.asarray(alpha, dtype=float).tolist()
+        self.K = np.asarray(K, dtype=int).tolist()
+        self.n = len(self.K)
+        self.fill = fill
+        self.catch_up = list(catch_up)
+        self.price = price
+        rng = random.Random(seed)
+        self.draw = draw or (lambda p: rng.random() < p)
+        self._next_id = 0
+
+    def _leaf(self, j: int) -> bool:
+        return j >= self.n or not any(self.K[j])
+
+    def _token(self) -> int:
+        self._next_id += 1
+        return self._next_id
+
+    def _pass(self, i: int, tokens: list[int], n: int) -> None:
+        m = n
+        if self.catch_up[i]:
+            seen, cap = self.seen[i], len(tokens) - n
+            keep = 0
+            while keep < min(cap, len(seen)) and seen[keep] == tokens[keep]:
+                keep += 1
+            m = len(tokens) - keep
+            self.seen[i] = list(tokens)
+        self.step_sizes[i][m] = self.step_sizes[i].get(m, 0) + 1
+        self.step_cost += self.price(i, m)
+
+    def _review(self, r: int, context: list[int]) -> list[int]:
+        draft: list[int] = []
+        producers: list[int] = []
+        for j, b in enumerate(self.K[r][r:], start=r + 1):
+            if b == 0:
+                continue
+            if self._leaf(j):
+                for _ in range(b):
+                    self._pass(j, context + draft, 1)
+                    draft.append(self._token())
+                    producers.append(j)
+                continue
+            got = calls = 0
+            while (got < b) if self.fill == "tokens" else (calls < b):
+                out = self._review(j, context + draft)
+                draft += out
+                producers += [j] * len(out)
+                got, calls = got + len(out), calls + 1
+        self._pass(r, context + draft, len(draft) + 1)
+        accepted = 0
+        for j in producers:
+            if not self.draw(self.alpha[r][j]):
+                break
+            accepted += 1
+        return [*draft[:accepted], self._token()]
+
+    def step(self, sequence: list[int]) -> list[int]:
+        """One target step on ``sequence`` (extended in place); returns the new tokens and
+        leaves that step's passes in ``step_sizes`` / ``step_cost``."""
+        self.step_sizes: list[dict[int, int]] = [{} for _ in range(self.n + 1)]
+        self.step_cost = 0.0
+        out = self._review(0, sequence)
+        sequence += out
+        return out
+
+    def start(self) -> list[int]:
+        """A fresh stream: empty caches and a one-token prompt."""
+        self.seen: list[list[int]] = [[] for _ in range(self.n + 1)]
+        return [self._token()]
+
+    def run(self, streams: int, steps: int) -> FedRun:
+        """``streams`` independent streams of one warm-up step and ``steps`` counted steps."""
+        tokens, cost = np.zeros(streams), np.zeros(streams)
+        sizes: list[dict[int, int]] = [{} for _ in range(self.n + 1)]
+        for s in range(streams):
+            sequence = self.start()
+            self.step(sequence)
+            for _ in range(steps):
+                tokens[s] += len(self.step(sequence))
+                cost[s] += self.step_cost
+                for i, counts in enumerate(self.step_sizes):
+                    for m, c in counts.items():
+                        sizes[i][m] = sizes[i].get(m, 0) + c
+        return FedRun(tokens, cost, tuple(sizes), steps)

@@ -1,0 +1,164 @@
+"""The catch-up pass in the exact theory (Theorem CU, :mod:`ewif.catch_up`): closed forms,
+exact brute-force enumeration, invariants, and the optimizer under catch-up."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ewif.cascade import Cascade
+from simulate.fed_positions import FedPositions
+
+CURVES3 = [[1.0, 1.1, 1.25, 1.4, 1.6, 1.7], [0.3, 0.55, 0.6, 0.7], [0.05, 0.09]]
+
+
+def _counts(c: Cascade, i: int) -> dict[int, float]:
+    return {m: float(v) for m, v in enumerate(c.pass_sizes()[i].counts) if v > 1e-15}
+
+
+@pytest.mark.parametrize("alpha", [0.0, 0.3, 0.8, 1.0])
+@pytest.mark.parametrize("k", [1, 2, 5])
+def test_sd_closed_form(alpha: float, k: int) -> None:
+    """Plain SD: the drafter's first pass per step feeds 2 positions exactly when the whole
+    draft was accepted in the step before (its last token and the bonus token), else 1;
+    k = 1: drafter cost α·c₁(2) + (1 − α)·c₁(1)."""
+    curves = [[1.0, 1.2, 1.3, 1.4, 1.5, 1.6, 1.7], [0.2, 0.35, 0.4]]
+    c = Cascade([[0, alpha], [0, 0]], None, [[k]], cost_curve=curves, catch_up=[False, True])
+    full = alpha**k
+    expected = {1: k - 1 + 1 - full, 2: full}
+    got = _counts(c, 1)
+    assert got.keys() <= {1, 2}
+    for m in (1, 2):
+        assert got.get(m, 0.0) == pytest.approx(expected[m], abs=1e-14)
+    drafter = (k - 1) * 0.2 + full * 0.35 + (1 - full) * 0.2
+    plain = Cascade([[0, alpha], [0, 0]], None, [[k]], cost_curve=curves)
+    target = plain.pass_sizes()[0].total_cost
+    assert c.expected_cost() == pytest.approx(target + drafter, rel=1e-14)
+    assert c.expected_tokens() == plain.expected_tokens()
+    if k == 1:
+        assert drafter == pytest.approx(alpha * 0.35 + (1 - alpha) * 0.2, rel=1e-14)
+
+
+class _More(Exception):
+    """The scripted outcomes ran out: the caller branches on the next draw's probability."""
+
+
+class _Script:
+    """Replays fixed acceptance outcomes and multiplies their probabilities."""
+
+    def __init__(self, outcomes: tuple[bool, ...]) -> None:
+        self.outcomes, self.weight, self._next = outcomes, 1.0, 0
+
+    def draw(self, p: float) -> bool:
+        if self._next == len(self.outcomes):
+            raise _More(p)
+        v = self.outcomes[self._next]
+        self._next += 1
+        self.weight *= p if v else 1.0 - p
+        return v
+
+
+def _brute_force(alpha, K, fill, catch_up, price) -> list[dict[int, float]]:
+    """Exact expected passes by m of the second step (after one warm-up step), by
+    enumerating every acceptance outcome of both steps of the explicit-sequence player."""
+
+    totals: list[dict[int, float]] = [{} for _ in range(len(K) + 1)]
+    stack: list[tuple[bool, ...]] = [()]
+    while stack:
+        script = _Script(stack.pop())
+        player = FedPositions(alpha, K, fill, catch_up, price, draw=script.draw)
+        try:
+            seq = player.start()
+            player.step(seq)
+            player.step(seq)
+        except _More as more:
+            p = more.args[0]
+            branches = ((True, p), (False, 1 - p))
+            stack += [(*script.outcomes, v) for v, q in branches if q > 0]
+            continue
+        weight = script.weight
+        for i, counts in enumerate(player.step_sizes):
+            for m, n in counts.items():
+                totals[i][m] = totals[i].get(m, 0.0) + weight * n
+    return totals
+
+
+BRUTE = [
+    ([[0, 0.6], [0, 0]], [[3]], "tokens"),
+    ([[0, 0.7, 0.5], [0, 0, 0.6], [0, 0, 0]], [[2, 0], [0, 2]], "tokens"),
+    ([[0, 0.7, 0.5], [0, 0, 0.6], [0, 0, 0]], [[2, 1], [0, 2]], "tokens"),
+    ([[0, 0.7, 0.5], [0, 0, 0.6], [0, 0, 0]], [[2, 1], [0, 2]], "rounds"),
+    ([[0, 0.7, 0.5], [0, 0, 0.6], [0, 0, 0]], [[1, 2], [0, 0]], "tokens"),
+]
+
+
+@pytest.mark.parametrize("alpha,K,fill", BRUTE)
+def test_matches_brute_force_enumeration(alpha, K, fill) -> None:
+    """Every model's expected passes by m equal the exact enumeration to 1e-12."""
+    n = len(K)
+    flags = [False] + [True] * n
+    c = Cascade(alpha, None, K, cost_curve=CURVES3[: n + 1], fill=fill, catch_up=flags)
+    brute = _brute_force(alpha, K, fill, flags, lambda i, m: 0.0)
+    for i in range(n + 1):
+        exact = _counts(c, i)
+        assert exact.keys() == {m for m, v in brute[i].items() if v > 1e-15}
+        for m, v in exact.items():
+            assert v == pytest.approx(brute[i][m], abs=1e-12)
+
+
+@st.composite
+def cascades(draw, max_models: int = 4, max_budget: int = 3):
+    n = draw(st.integers(1, max_models - 1))
+    alpha = np.zeros((n + 1, n + 1))
+    for r in range(n + 1):
+        for j in range(r + 1, n + 1):
+            alpha[r, j] = draw(st.sampled_from([0.0, 0.2, 0.5, 0.8, 0.95, 1.0]))
+    K = np.zeros((n, n), dtype=int)
+    for r in range(n):
+        for j in range(r, n):
+            K[r, j] = draw(st.integers(0, max_budget))
+    K[0, n - 1] = max(K[0, n - 1], 1)
+    for j in range(1, n):  # every drafter reached: a reviewer above it gives it a budget
+        if not K[:j, j - 1].any():
+            K[0, j - 1] = 1
+    flags = [False] + [draw(st.booleans()) for _ in range(n)]
+    fill = draw(st.sampled_from(["tokens", "rounds"]))
+    return alpha, K, flags, fill
+
+
+def _curves(n: int, slope: float = 0.15) -> list[list[float]]:
+    return [[1.0 + slope * m for m in range(6)]] + [
+        [0.3 / (i + 1) + 0.05 * m for m in range(4)] for i in range(n)
+    ]
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(cascades())
+def test_invariants(config) -> None:
+    """Catch-up changes no token law and no pass count; passes only grow, so with costs
+    non-decreasing in m the EWIF never rises; all-False flags are the paper's accounting."""
+    alpha, K, flags, fill = config
+    n = K.shape[0]
+    plain = Cascade(alpha, None, K, cost_curve=_curves(n), fill=fill)
+    cu = Cascade(alpha, None, K, cost_curve=_curves(n), fill=fill, catch_up=flags)
+    off = Cascade(alpha, None, K, cost_curve=_curves(n), fill=fill, catch_up=[False] * (n + 1))
+    assert off.expected_cost() == plain.expected_cost()
+    assert cu.expected_tokens() == plain.expected_tokens()
+    assert cu.ewif() <= plain.ewif() * (1 + 1e-12)
+    for a, b in zip(plain.pass_sizes(), cu.pass_sizes(), strict=True):
+        assert b.passes == pytest.approx(a.passes, rel=1e-9, abs=1e-12)
+        assert b.mean_m >= a.mean_m - 1e-9 or a.passes == 0
+        if not flags[a.model]:
+            np.testing.assert_array_equal(a.counts, b.counts)
+
+
+def test_bad_flags() -> None:
+    alpha, K = [[0, 0.5], [0, 0]], [[2]]
+    with pytest.raises(ValueError, match="one flag per model"):
+        Cascade(alpha, [1, 0.1], K, catch_up=[True])
+    with pytest.raises(ValueError, match="booleans"):
+        Cascade(alpha, [1, 0.1], K, catch_up=[0, 1])
+    with pytest.raises(ValueError, match="booleans"):
+        Cascade(alpha, [1, 0.1], K, catch_up="yes")
