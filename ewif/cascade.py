@@ -230,7 +230,8 @@ class Cascade:
         self.cost_curve = (
             None if cost_curve is None else tuple(pass_cost.table(i) for i in range(n + 1))
         )
-        self.catch_up = _catch_up_flags(catch_up, n)
+        flags = [False] * (n + 1) if catch_up is None else catch_up
+        self.catch_up = validate.flags("catch_up", flags, n + 1)
         self._rows = rows_of(K)
         self._memo: dict = {}
         self._feed_calls: dict = {}
@@ -407,25 +408,6 @@ class Cascade:
     def __repr__(self) -> str:
         models = f"names={list(self.names)}, " if self.names else ""
         return f"Cascade({models}K={self.K.tolist()}, fill={self.fill!r}, ewif={self.ewif():.6g})"
-
-
-def _catch_up_flags(catch_up: object | None, n: int) -> np.ndarray:
-    """``catch_up`` as a read-only boolean array of ``n + 1`` flags (None: all False)."""
-    if catch_up is None:
-        flags = np.zeros(n + 1, dtype=bool)
-    else:
-        values = list(catch_up) if isinstance(catch_up, (list, tuple, np.ndarray)) else None
-        if values is None or not all(isinstance(v, (bool, np.bool_)) for v in values):
-            raise ValueError(
-                f"catch_up must be a sequence of {n + 1} booleans (one per model), got {catch_up!r}"
-            )
-        if len(values) != n + 1:
-            raise ValueError(
-                f"catch_up must have one flag per model ({n + 1}), got {len(values)}: {values}"
-            )
-        flags = np.array(values, dtype=bool)
-    flags.setflags(write=False)
-    return flags
 
 
 def _flags_of(model_set: ModelSet, idx: list[int]) -> list[bool] | None:

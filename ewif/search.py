@@ -62,6 +62,7 @@ import numpy as np
 
 from ewif import envelope, validate
 from ewif.cascade import FILLS, Cascade
+from ewif.catch_up_search import catch_up_flags, optimize_catch_up
 from ewif.io import ModelSet
 from ewif.pass_cost import PassCost
 from ewif.review_call import block_lengths, is_leaf, review_call
@@ -115,11 +116,18 @@ class OptimizeResult:
     interrupted: bool = False
     model_set: ModelSet | None = field(default=None, repr=False)
     fill: str = "tokens"
+    catch_up: tuple[bool, ...] | None = None
 
     def cascade(self, config: Configuration | None = None) -> Cascade:
-        """The :class:`Cascade` of ``config`` (default: the best)."""
+        """The :class:`Cascade` of ``config`` (default: the best), with the search's catch-up
+        flags."""
         c = self.best if config is None else config
-        return Cascade.from_model_set(self.model_set, c.models, c.K, c.lenience, fill=self.fill)
+        flags = None
+        if self.catch_up is not None:
+            flags = [self.catch_up[self.model_set.index(m)] for m in c.models]
+        return Cascade.from_model_set(
+            self.model_set, c.models, c.K, c.lenience, fill=self.fill, catch_up=flags
+        )
 
 def as_model_set(
     source: ModelSet | Mapping[float, object] | object,
@@ -164,6 +172,7 @@ def optimize(
     method: str = "auto",
     top: int = 10,
     progress: bool = False,
+    catch_up: Sequence[bool] | None = None,
 ) -> OptimizeResult:
     """Search model subsets, K and lenience for the highest exact EWIF.
 
@@ -187,6 +196,10 @@ def optimize(
         curve; else Dinkelbach). ``"dinkelbach"`` with a non-affine target curve raises
         ``ValueError`` (not exact there; see the module docstring).
     top : rows of the ranked table (see :class:`OptimizeResult` for what it holds).
+    catch_up : one flag per model of the set (default: the set's own flags, if any): price
+        the flagged models' passes with their catch-up pass (:mod:`ewif.catch_up`). The
+        search is then the exact best-first search of :mod:`ewif.catch_up_search`
+        (exhaustive; ``method="dinkelbach"`` raises ``ValueError``).
 
     Returns an :class:`OptimizeResult`. Raises ``ValueError`` for bad arguments or when no
     configuration of the space is valid.
@@ -197,6 +210,17 @@ def optimize(
     if method not in ("auto", "exhaustive", "dinkelbach"):
         raise ValueError(f"method must be 'auto', 'exhaustive' or 'dinkelbach', got {method!r}")
     top = validate.count("top", top, minimum=1)
+    flags = catch_up_flags(ms, catch_up)
+    if flags is not None and any(flags[1:]):
+        if method == "dinkelbach":
+            raise ValueError(
+                "method='dinkelbach' needs costs separable across blocks; the catch-up pass "
+                "couples steps: use method='exhaustive' or 'auto'"
+            )
+        return optimize_catch_up(
+            optimize, ms, flags, top, candidates=candidates, bounds=bounds,
+            leniences=leniences, subsets=subsets, fill=fill, progress=progress,
+        )
     cands = tuple(ms.models if candidates is None else candidates)
     idx = [ms.index(m) for m in cands]
     if idx[0] != 0 or len(cands) < 2 or sorted(set(idx)) != idx:

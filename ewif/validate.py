@@ -157,3 +157,16 @@ def real_array(name: str, value: object) -> np.ndarray:
     if not np.all(np.isfinite(arr)):
         raise ValueError(f"{name} must hold finite numbers, got {value!r}")
     return arr
+
+
+def flags(name: str, value: object, n: int) -> np.ndarray:
+    """``value`` as a read-only boolean array of exactly ``n`` flags (Python or numpy bools
+    only: ``0``/``1`` or a string are rejected, naming ``name``)."""
+    values = list(value) if isinstance(value, (list, tuple, np.ndarray)) else None
+    if values is None or not all(isinstance(v, (bool, np.bool_)) for v in values):
+        raise ValueError(f"{name} must be a sequence of {n} booleans, got {value!r}")
+    if len(values) != n:
+        raise ValueError(f"{name} must have one flag per model ({n}), got {len(values)}: {values}")
+    out = np.array(values, dtype=bool)
+    out.setflags(write=False)
+    return out

@@ -162,3 +162,31 @@ def test_bad_flags() -> None:
         Cascade(alpha, [1, 0.1], K, catch_up=[0, 1])
     with pytest.raises(ValueError, match="booleans"):
         Cascade(alpha, [1, 0.1], K, catch_up="yes")
+
+
+@pytest.mark.parametrize("fill", ["tokens", "rounds"])
+@pytest.mark.parametrize("dip", [False, True])
+def test_optimizer_matches_brute_force(fill: str, dip: bool) -> None:
+    """The best-first search returns the brute-force top 5 under catch-up, also when a
+    drafter's measured curve dips (the bound then uses its lower envelope)."""
+    import itertools
+
+    from ewif.search import optimize
+
+    alpha = np.array([[0, 0.8, 0.55], [0, 0, 0.7], [0, 0, 0]])
+    drafter = [0.25, 0.2, 0.42, 0.45] if dip else [0.25, 0.4, 0.42, 0.45]
+    curves = [[1.0, 1.02, 1.05, 1.3, 1.5, 1.9], drafter, [0.02, 0.03]]
+    flags = [False, True, False]
+    result = optimize(alpha, cost_curve=curves, bounds=(1, 5), subsets=False, fill=fill,
+                      top=5, catch_up=flags)
+    brute = []
+    for k in itertools.product(range(1, 6), repeat=3):
+        K = [[k[0], k[1]], [0, k[2]]]
+        brute.append(Cascade(alpha, None, K, cost_curve=curves, fill=fill, catch_up=flags).ewif())
+    brute.sort(reverse=True)
+    assert [c.ewif for c in result.table] == pytest.approx(brute[:5], rel=1e-12)
+    assert result.cascade().ewif() == pytest.approx(brute[0], rel=1e-12)
+    plain = optimize(alpha, cost_curve=curves, bounds=(1, 3), subsets=False, fill=fill, top=1)
+    assert plain.best.ewif >= result.best.ewif
+    with pytest.raises(ValueError, match="dinkelbach"):
+        optimize(alpha, cost_curve=curves, bounds=(1, 3), method="dinkelbach", catch_up=flags)
