@@ -70,7 +70,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ewif import limits, validate
-from ewif.catch_up import feed, step_pass_sizes
+from ewif.catch_up import feed, stationary_tail, step_pass_sizes
 from ewif.pass_cost import PassCost
 from ewif.pgf import Pgf
 from ewif.review_call import FILLS, Call, is_leaf, review_call, rows_of
@@ -342,6 +342,17 @@ class Cascade:
             return self._call().sizes[i]
         step = feed(i, 0, self._rows, self.alpha, self.fill, self._feed_calls, self._feeds)
         return step_pass_sizes(step)
+
+    def first_pass_sizes(self, i: int) -> np.ndarray:
+        """``f[m]``: the law of the positions of model ``i``'s first pass in a target step,
+        ``π ⊛ first`` of Theorem CU (:mod:`ewif.catch_up`) — the one pass that carries the
+        catch-up; ``catch_up[i]`` must be set for a drafter ``i >= 1`` the target's K reaches.
+        Zeros when the target's K does not reach ``i``."""
+        i = validate.count("i", i, minimum=1)
+        if i > self.n or not self.catch_up[i]:
+            raise ValueError(f"i must be a drafter in [1, {self.n}] with catch_up set, got {i}")
+        step = feed(i, 0, self._rows, self.alpha, self.fill, self._feed_calls, self._feeds)
+        return np.convolve(stationary_tail(step), step.first)
 
     def _costs(self) -> np.ndarray:
         """Expected cost per target step of each model ``0..n``."""

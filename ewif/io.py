@@ -4,7 +4,7 @@ This is the one exchange format of the project: ``realrun.measure`` writes it,
 ``csd recommend --from FILE``, ``csd evaluate FILE`` and ``csd simulate FILE`` read it,
 and the presets in ``ewif/presets/`` use it. JSON or YAML (by extension)::
 
-    schema: csd.models/2
+    schema: csd.models/3
     models: [target, base, small, mag]     # index 0 is the target, largest first
     cost: [1.0, 0.0227, 0.0070, 0.0]       # one forward pass relative to the target's
     cost_per_token: [0, 0, 0, 0]           # optional: pass cost = cost + cost_per_token·m
@@ -13,6 +13,8 @@ and the presets in ``ewif/presets/`` use it. JSON or YAML (by extension)::
       - [0.0227, 0.0231]                   # beyond the last m: the line through the last
       - [0.0070]                           # two points (flat if it would decrease; a
       - [0.0]                              # one-point curve is flat)
+    catch_up: [false, true, true, false]   # optional (/3): KV-cached drafters feed what they
+                                           # have not fed (ewif.catch_up); false: the paper's m
     alpha:                                 # lenience -> (n+1)×(n+1) matrix
       "1": [[null, 0.73, 0.65, 0.40],      # alpha[r][j]: reviewer r accepts a token of j
             [null, null, 0.80, 0.50],      # (only r < j is read; null = not measured)
@@ -26,8 +28,11 @@ and the presets in ``ewif/presets/`` use it. JSON or YAML (by extension)::
 ``alpha`` may also be a single matrix, meaning lenience 1. With ``cost_curve`` (schema
 ``csd.models/2``) every pass is priced by the curves (:mod:`ewif.pass_cost`); ``cost`` may
 then be omitted (it is the curves' ``m = 1`` values, and must equal them when given) and
-``cost_per_token`` must be absent or zero. ``csd.models/1`` files (no curves) still read,
-with the same meaning; files are always written as ``csd.models/2``.
+``cost_per_token`` must be absent or zero. ``catch_up`` (schema ``csd.models/3``, one
+boolean per model, default all false) marks the models whose passes are priced with their
+catch-up pass (:mod:`ewif.catch_up`); ``csd.models/1`` (no curves) and ``/2`` (no
+``catch_up``) files still read, with the same meaning; files are written as
+``csd.models/3``.
 """
 
 from __future__ import annotations
@@ -43,8 +48,8 @@ import numpy as np
 from ewif import validate
 from ewif.pass_cost import PassCost
 
-SCHEMA = "csd.models/2"
-SCHEMAS = ("csd.models/1", SCHEMA)  # readable versions; /1 has no cost_curve
+SCHEMA = "csd.models/3"
+SCHEMAS = ("csd.models/1", "csd.models/2", SCHEMA)  # readable; /1: no cost_curve, /2: no catch_up
 
 
 @dataclass(frozen=True)
@@ -74,6 +79,7 @@ class ModelSet:
     cascade: CascadeChoice | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
     cost_curve: tuple[np.ndarray, ...] | None = None
+    catch_up: tuple[bool, ...] | None = None
 
     def __post_init__(self) -> None:
         n1 = len(self.models)
@@ -81,6 +87,9 @@ class ModelSet:
             raise ValueError(
                 f"models must name the target and at least one drafter, got {self.models!r}"
             )
+        if self.catch_up is not None:
+            flags = validate.flags("catch_up", self.catch_up, n1)
+            object.__setattr__(self, "catch_up", tuple(bool(v) for v in flags))
         if len(set(self.models)) != n1:
             raise ValueError(f"models must have distinct names, got {self.models!r}")
         validate.same_length(
@@ -166,6 +175,7 @@ class ModelSet:
             "cost_per_token": self.cost_per_token.tolist(),
             **({} if self.cost_curve is None else
                {"cost_curve": [c.tolist() for c in self.cost_curve]}),
+            **({} if self.catch_up is None else {"catch_up": list(self.catch_up)}),
             "alpha": {f"{len_:g}": _matrix_out(m) for len_, m in sorted(self.alpha.items())},
         }
         if self.alpha_by_position:
@@ -193,8 +203,12 @@ class ModelSet:
                 f"{source}: schema must be one of {', '.join(map(repr, SCHEMAS))}, got {schema!r}"
             )
         curves = data.get("cost_curve")
-        if curves is not None and schema != SCHEMA:
-            raise ValueError(f"{source}: cost_curve needs schema {SCHEMA!r}, got {schema!r}")
+        if curves is not None and schema == "csd.models/1":
+            raise ValueError(f"{source}: cost_curve needs schema 'csd.models/2' or later, got "
+                             f"{schema!r}")
+        catch_up = data.get("catch_up")
+        if catch_up is not None and schema != SCHEMA:
+            raise ValueError(f"{source}: catch_up needs schema {SCHEMA!r}, got {schema!r}")
         for key in ("models", "alpha") if curves is not None else ("models", "cost", "alpha"):
             if key not in data:
                 raise ValueError(f"{source}: missing required key {key!r}")
@@ -269,6 +283,7 @@ class ModelSet:
                 cascade=choice,
                 metadata=dict(metadata),
                 cost_curve=curves,
+                catch_up=None if catch_up is None else tuple(catch_up),
             )
         except ValueError as exc:
             raise ValueError(f"{source}: {exc}") from None

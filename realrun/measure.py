@@ -1,6 +1,6 @@
 """Measure what ewif needs on real models: acceptance α[r][j] and cost coefficients c_i(m).
 
-Everything is written as one ``csd.models/2`` model set (:mod:`ewif.io`), which
+Everything is written as one ``csd.models/3`` model set (:mod:`ewif.io`), which
 ``csd recommend --from FILE`` and ``csd realrun`` read.
 
 Acceptance (teacher-forced on the **target's** continuations)
@@ -33,8 +33,8 @@ Costs (:mod:`realrun.timing`)
 -----------------------------
 Each neural model is timed on one context of realistic length (the measuring prompt and
 continuation of median total length): decoding-like passes that roll back a rejected tail
-and feed ``m`` fresh positions onto the cached context, median of repeats after a warm-up,
-for ``m = 1..max_m`` (a grid, linearly interpolated). The model
+and feed ``m`` fresh positions onto the cached context, mean of repeats (with its standard
+error) after a warm-up, for ``m = 1..max_m`` (a grid, linearly interpolated). The model
 set stores each model's **cost curve** ``cost_curve[i][m-1] = t_i(m) / t_0(1)`` — in units
 of the target's one-token pass, so ``cost_curve[0][0] = 1`` — and ewif prices every pass at
 the size it really has (beyond ``max_m`` ewif extends a curve linearly through its last two
@@ -241,7 +241,7 @@ def assemble_model_set(
     max_position: int = 16,
     metadata: dict | None = None,
 ) -> ModelSet:
-    """Step 3 of :func:`measure`: the ``csd.models/2`` model set of ``names`` (target first)."""
+    """Step 3 of :func:`measure`: the ``csd.models/3`` model set of ``names`` (target first)."""
     decoding = acceptance.decoding
     curves = costs.curves
     meta = {
@@ -254,7 +254,7 @@ def assemble_model_set(
         "positions": sum(len(c) for _, c in acceptance.contexts),
         "max_new_tokens": acceptance.max_new_tokens,
         "cost_model": "cost_curve[i][m-1] = seconds of a pass of model i over m positions / "
-        "seconds of the target's one-token pass (median of repeats, m on a grid, linear in "
+        "seconds of the target's one-token pass (mean of repeats, m on a grid, linear in "
         "between); Max-Gram: seconds per proposed token",
         "target_one_token_pass_s": costs.target_pass_seconds,
         "timing": {name: (t.to_dict() if isinstance(t, PassTiming) else {"seconds_per_token": t})
@@ -273,7 +273,16 @@ def assemble_model_set(
         alpha_by_position=acceptance.by_position(max_position),
         metadata=meta,
         cost_curve=curves,
+        catch_up=catch_up_flags(costs),
     )
+
+
+def catch_up_flags(costs: Costs) -> tuple[bool, ...]:
+    """Every KV-cached drafter (a timed token model) pays its catch-up pass
+    (:mod:`ewif.catch_up`), as the decoder feeds it; proposers (Max-Gram, bigram) do not, and
+    the target's flag changes nothing (False)."""
+    flags = [isinstance(t, PassTiming) for t in costs.timings.values()]
+    return (False, *flags[1:])
 
 
 def check_models(models: Sequence[TokenModel | Proposer]) -> list[str]:

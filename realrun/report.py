@@ -60,6 +60,7 @@ def format_results(results: Results) -> str:
                  f"{1000 * unit * curve[min(int(size), len(curve)) - 1]:.1f})"
                  for size, v in sizes]
         rows.append(f"{name}: target passes in the run, median: " + ", ".join(parts))
+    rows.extend(wall_time_lines(results.metadata.get("wall_time_split", {})))
     median = results.metadata.get("median_prediction_error")
     if median is not None:
         rows.append(f"median |predicted/measured - 1| over sd/csd methods: {100 * median:.1f}%")
@@ -78,6 +79,26 @@ def format_results(results: Results) -> str:
     if results.metadata.get("interrupted"):
         rows.append("(interrupted: partial results over the prompts finished)")
     return "\n".join(rows)
+
+
+def wall_time_lines(split: dict) -> list[str]:
+    """Per method: where its wall time went (:mod:`realrun.books`), the residual flagged when
+    above the threshold, and the mean against the median of its most frequent pass sizes."""
+    rows = []
+    for name, b in split.items():
+        wall = b["wall_s"]
+        share = {"passes": b["pass_s"], "call overhead": sum(b["call_overhead_s"].values()),
+                 "proposers": sum(b["proposer_s"].values()), "decoder": b["decoder_s"],
+                 "residual": b["residual_s"]}
+        parts = ", ".join(f"{k} {100 * v / wall:.1f}%" for k, v in share.items()) if wall else ""
+        flag = "  (residual above 3%: unexplained wall time)" if b["flagged"] else ""
+        rows.append(f"{name}: wall {wall:.2f} s = {parts}{flag}")
+        for model, by_m in b["passes"].items():
+            top = sorted(by_m.items(), key=lambda kv: -kv[1]["count"])[:3]
+            rows.append(f"  {model} passes: " + ", ".join(
+                f"m={m} ×{v['count']} mean {1000 * v['mean_s']:.1f} ms (median "
+                f"{1000 * v['median_s']:.1f}, p90 {1000 * v['p90_s']:.1f})" for m, v in top))
+    return rows
 
 
 def format_model_set(model_set: ModelSet) -> str:

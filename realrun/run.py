@@ -34,8 +34,11 @@ method, on how many prompts the output differs from AR's (0 expected: lossless),
 Ctrl-C discards the current prompt's partial work and returns the prompts every method
 finished (``metadata.interrupted``). ``metadata.counted_passes`` keeps, per sd/csd method and
 model, the passes, the positions and the passes by size m counted, so a run can be re-priced
-with another cost model; ``metadata.in_run_pass_seconds`` the median wall time of those
-passes by size m (the in-run cost curve, to set against the measured one).
+with another cost model; ``metadata.in_run_pass_seconds`` the mean and median wall time of
+those passes by size m (the in-run cost curve, to set against the measured one);
+``metadata.wall_time_split`` every method's wall time split into passes, call overhead,
+proposers, the decoder's own work and the residual (:mod:`realrun.books`; methods our decoder
+runs).
 """
 
 from __future__ import annotations
@@ -54,6 +57,7 @@ from ewif.io import ModelSet
 from ewif.recommendation import Recommendation, recommend
 from ewif.results import KINDS, MethodResult, Results, with_speedups
 from ewif.search import optimize
+from realrun import books
 from realrun.baselines import hf_generate
 from realrun.hf_model import HFTokenModel
 from realrun.llamacpp_model import LlamaCppTokenModel
@@ -330,9 +334,13 @@ def _results(methods, tallies, model_set: ModelSet, done: int, max_new_tokens: i
     ar = next((m for m in methods if m.kind == "autoregressive"), None)
     ar_out = tallies[ar.name].outputs if ar is not None else None
     unit = model_set.pass_cost.unit  # one AR target token, standardized
-    out, mismatches, in_run = [], {}, {}
+    out, mismatches, in_run, split = [], {}, {}, {}
     for m in methods:
         t = tallies[m.name]
+        if t.stats is not None and t.stats.call_seconds:
+            split[m.name] = books.split(
+                t.seconds, m.models, [name in t.pass_seconds for name in m.models],
+                t.pass_seconds, t.stats.call_seconds, t.stats.decode_seconds).to_dict()
         tps = t.tokens / t.seconds if t.seconds > 0 else 0.0
         predicted = swi = mal = curves = None
         if m.kind == "autoregressive":
@@ -375,10 +383,12 @@ def _results(methods, tallies, model_set: ModelSet, done: int, max_new_tokens: i
                                     for k, v in tallies[m.name].counted.items()}
                            for m in methods if tallies[m.name].counted},
         "in_run_pass_seconds": {
-            m.name: {model: {str(size): {"passes": len(v), "median_s": float(np.median(v))}
+            m.name: {model: {str(size): {"passes": len(v), "mean_s": float(np.mean(v)),
+                                         "median_s": float(np.median(v))}
                              for size, v in sorted(by_m.items())}
                      for model, by_m in tallies[m.name].pass_seconds.items()}
             for m in methods if tallies[m.name].pass_seconds},
+        "wall_time_split": split,
         "model_set": model_set.to_dict(),
     }
     results = Results(
@@ -404,4 +414,5 @@ def ewif_with_run_acceptance(cascade: Cascade, stats: CascadeStats) -> float:
     curves = None if cascade.cost_curve is None else [np.asarray(c) for c in cascade.cost_curve]
     return float(Cascade(alpha, cascade.cost, cascade.K,
                          None if curves is not None else cascade.cost_per_token,
-                         fill=cascade.fill, cost_curve=curves).ewif())
+                         fill=cascade.fill, cost_curve=curves,
+                         catch_up=cascade.catch_up).ewif())

@@ -10,10 +10,12 @@ single passes, then the curve flattens; in bfloat16 it is nearly flat from the s
 the way decoding runs it: every timed pass rolls back the previous pass's tail (a cache crop,
 as a step after a rejection does) and feeds ``m`` fresh positions after the same cached
 context; after a warm-up round, ``repeats`` rounds time every ``m`` of a grid in a shuffled
-order and the **median** represents each ``m``. (The fastest of a few repeats, tried first,
-misjudges a decoding run on a shared virtual machine: there a one-token pass typically takes
-20–35 % longer than its fastest repeat, and not by the same factor at every ``m``, while a
-run is paid at typical speed.) The grid is dense up to 6 and sparser beyond (:func:`grid`);
+order and the **mean** represents each ``m``, with its standard error (the median and the
+fastest repeat are kept beside it). Expected cost is a mean: a decoding run pays the mean of
+a heavy-tailed pass-time distribution, which its median under-prices (by 10 % and more on a
+shared virtual machine, and not by the same factor at every ``m``); the fastest repeat
+under-prices it further (a one-token pass there typically takes 20–35 % longer than its
+fastest repeat). The grid is dense up to 6 and sparser beyond (:func:`grid`);
 the dense curve ``m = 1..max_m`` is the linear interpolation between
 grid points (:meth:`PassTiming.dense`). ewif extends a curve beyond its last point linearly
 through its last two points (never downwards).
@@ -52,24 +54,48 @@ def grid(max_m: int) -> tuple[int, ...]:
 
 @dataclass(frozen=True)
 class PassTiming:
-    """Median seconds of one pass per timed ``m`` (``m`` ascending, starting at 1)."""
+    """Mean seconds of one pass per timed ``m`` (``m`` ascending, starting at 1), with the
+    standard error of each mean and the median (empty when not measured)."""
 
     m: tuple[int, ...]
     seconds: tuple[float, ...]
+    stderr: tuple[float, ...] = ()
+    median: tuple[float, ...] = ()
+
+    @classmethod
+    def of(cls, m: Sequence[int], samples: Sequence[Sequence[float]]) -> PassTiming:
+        """From the repeated pass times ``samples[i]`` of ``m[i]`` (seconds, >= 0)."""
+        if len(m) != len(samples):
+            raise ValueError(f"need one list of pass times per m ({len(m)}), got {len(samples)}")
+        means, errors, medians = [], [], []
+        for size, values in zip(m, samples, strict=True):
+            v = np.asarray(values, dtype=float)
+            if v.size == 0 or not np.isfinite(v).all() or (v < 0).any():
+                raise ValueError(f"pass times at m = {size} must be a non-empty list of seconds "
+                                 f">= 0, got {list(values)!r}")
+            means.append(float(v.mean()))
+            errors.append(float(v.std(ddof=1) / np.sqrt(v.size)) if v.size > 1 else 0.0)
+            medians.append(float(np.median(v)))
+        return cls(tuple(int(x) for x in m), tuple(means), tuple(errors), tuple(medians))
 
     def dense(self) -> np.ndarray:
         """Seconds for ``m = 1..max(m)``, linearly interpolated between timed points."""
         return np.interp(np.arange(1, self.m[-1] + 1), self.m, self.seconds)
 
     def to_dict(self) -> dict:
-        return {"m": list(self.m), "seconds": list(self.seconds)}
+        out = {"m": list(self.m), "seconds": list(self.seconds)}
+        if self.stderr:
+            out["stderr_seconds"] = list(self.stderr)
+        if self.median:
+            out["median_seconds"] = list(self.median)
+        return out
 
 
 def time_passes(model: TokenModel, context: Sequence[int], max_m: int, repeats: int = 5,
                 warmup: int = 1, seed: int = 0) -> PassTiming:
-    """Median wall time of one decoding-like pass of ``model`` feeding ``m`` fresh tokens
-    after the cached ``context``, for every ``m`` of :func:`grid` ``(max_m)`` (module
-    docstring)."""
+    """Mean wall time (and its standard error) of one decoding-like pass of ``model``
+    feeding ``m`` fresh tokens after the cached ``context``, for every ``m`` of :func:`grid`
+    ``(max_m)`` (module docstring)."""
     ms = grid(max_m)
     repeats = validate.count("repeats", repeats, minimum=1)
     warmup = validate.count("warmup", warmup)
@@ -97,7 +123,7 @@ def time_passes(model: TokenModel, context: Sequence[int], max_m: int, repeats: 
         rng.shuffle(order)
         for m in order:
             seconds[m].append(timed(m))
-    return PassTiming(ms, tuple(float(np.median(seconds[m])) for m in ms))
+    return PassTiming.of(ms, [seconds[m] for m in ms])
 
 
 def time_proposer(proposer: Proposer, context: Sequence[int], prompt_length: int,

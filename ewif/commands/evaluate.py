@@ -15,7 +15,7 @@ HELP = "evaluate the cascade section of a model-set file exactly (EWIF, tokens, 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", metavar="FILE",
-                        help="csd.models/2 (or /1) file with a 'cascade' section")
+                        help="csd.models/3 (or /2, /1) file with a 'cascade' section")
     parser.add_argument("--fill", choices=("tokens", "rounds"), default="tokens")
     parser.add_argument("--positions", type=int, default=10,
                         help="draft positions in the acceptance-by-position curve")

@@ -25,7 +25,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     src.add_argument("--preset",
                      help="embedded preset name (see 'csd presets'); default flan-t5-ms")
     src.add_argument("--from", dest="from_file", metavar="FILE",
-                     help="csd.models/2 (or /1) model-set file (JSON or YAML), e.g. written by "
+                     help="csd.models/3 (or /2, /1) model-set file (JSON or YAML), e.g. written by "
                           "realrun")
     parser.add_argument("--space", choices=("auto", "paper", "full"), default="auto",
                         help="search space (default: paper when the set is target+2+MaG)")

@@ -20,7 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 
-HELP = "measure acceptance rates and pass-cost curves of real models (writes a csd.models/2 file)"
+HELP = "measure acceptance rates and pass-cost curves of real models (writes a csd.models/3 file)"
 
 
 def threads_arg(value: str) -> int | str:

@@ -35,6 +35,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from time import perf_counter
 
 import numpy as np
 
@@ -62,7 +63,12 @@ class CascadeStats:
       target: reviews whose draft reached position ``i`` / accepted it (Figure 2's curve is
       ``accepted / reached``);
     * ``sources`` — labels (a Proposer's ``last_sources``, else its name) of the proposer
-      tokens the target accepted.
+      tokens the target accepted;
+    * ``pass_sizes[i][m]`` — passes of TokenModel ``i`` that fed ``m`` positions (the law
+      :meth:`ewif.cascade.Cascade.pass_sizes` gives per target step; empty for a Proposer);
+    * ``call_seconds[i]`` — wall time inside model ``i``'s ``logits`` (``propose``) calls;
+      ``decode_seconds`` — wall time of the decoder's own verification and sampling; with
+      the models' own pass timers they split a run's wall time (:mod:`realrun.books`).
     """
 
     passes: np.ndarray
@@ -75,6 +81,9 @@ class CascadeStats:
         np.zeros(0, np.int64),
     )
     sources: Counter = field(default_factory=Counter)
+    pass_sizes: tuple[Counter, ...] = ()
+    call_seconds: tuple[float, ...] = ()
+    decode_seconds: float = 0.0
 
     @property
     def mean_accepted_length(self) -> float:
@@ -108,6 +117,11 @@ class CascadeStats:
             reviews=reviews,
             target_position_counts=positions,
             sources=self.sources + other.sources,
+            pass_sizes=tuple(a + b for a, b in zip(self.pass_sizes, other.pass_sizes, strict=True)),
+            call_seconds=tuple(
+                a + b for a, b in zip(self.call_seconds, other.call_seconds, strict=True)
+            ),
+            decode_seconds=self.decode_seconds + other.decode_seconds,
         )
 
     def __radd__(self, other: object) -> CascadeStats:
@@ -147,6 +161,9 @@ class _Recorder:
     def __init__(self, size: int) -> None:
         self.passes = [0] * size
         self.fed = [0] * size
+        self.sizes = [Counter() for _ in range(size)]
+        self.call_seconds = [0.0] * size
+        self.decode_seconds = 0.0
         self.lengths: list[int] = []
         self.reviews = [[[0, 0] for _ in range(size)] for _ in range(size)]
         self.reached: list[int] = []
@@ -191,6 +208,9 @@ class _Recorder:
                 np.array(self.accepted, np.int64),
             ),
             sources=self.sources,
+            pass_sizes=tuple(self.sizes),
+            call_seconds=tuple(self.call_seconds),
+            decode_seconds=self.decode_seconds,
         )
 
 
@@ -325,11 +345,13 @@ class CascadeDecoder:
             producers += [j] * (len(draft) - start)
         logits = self._forward(r, seq + draft, len(draft) + 1, rec)
         lenience = self.lenience if r > 0 or self.lenient_target else 1.0
+        start = perf_counter()
         if self.decoding.greedy:
             review = greedy_verify(draft, logits, lenience)
         else:
             probs = self.decoding.probs(logits)
             review = speculative_verify(draft, laws, probs, lenience, self._rng, r > 0)
+        rec.decode_seconds += perf_counter() - start
         a = review.accepted
         rec.review(r, producers, a)
         if r == 0:
@@ -352,17 +374,21 @@ class CascadeDecoder:
         if self._neural[j]:
             for _ in range(k):
                 logits = self._forward(j, work, 1, rec)[0]
+                start = perf_counter()
                 if self.decoding.greedy:
                     x, law = int(np.argmax(logits)), None
                 else:
                     law = self.decoding.probs(logits)
                     x = sample(law, self._rng)
+                rec.decode_seconds += perf_counter() - start
                 draft.append(x)
                 laws.append(law)
                 work = [*work, x]
             sources += [None] * k
             return
+        start = perf_counter()
         proposed = [int(t) for t in model.propose(work, prompt_length, k)]
+        rec.call_seconds[j] += perf_counter() - start
         if len(proposed) != k or not all(0 <= t < self._vocab for t in proposed):
             raise ValueError(
                 f"proposer {model.name!r} must return {k} token ids in [0, {self._vocab}), "
@@ -382,8 +408,11 @@ class CascadeDecoder:
         keep = common_prefix(tokens, self._seen[i], len(tokens) - n)
         rec.passes[i] += 1
         rec.fed[i] += len(tokens) - keep
+        rec.sizes[i][len(tokens) - keep] += 1
         self._seen[i] = tokens
+        start = perf_counter()
         logits = self._models[i].logits(tokens, n)
+        rec.call_seconds[i] += perf_counter() - start
         if logits.shape != (n, self._vocab):
             raise ValueError(
                 f"model {self._models[i].name!r} returned logits of shape {logits.shape}, "

@@ -1,4 +1,4 @@
-"""Model-set files with pass-cost curves (csd.models/2), and old csd.models/1 files."""
+"""Model-set files with pass-cost curves (csd.models/2), catch-up flags (/3), and old /1 files."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ def test_round_trip_with_curves(tmp_path, suffix):
     assert [c.tolist() for c in back.cost_curve] == CURVES
     assert back.cost.tolist() == ms.cost.tolist()
     assert back.pass_cost.at(0, 6) == pytest.approx(1.17)  # 1.09 + 2 * 0.04
-    assert back.to_dict()["schema"] == io.SCHEMA == "csd.models/2"
+    assert back.to_dict()["schema"] == io.SCHEMA == "csd.models/3"
 
 
 def test_old_schema_reads_with_the_same_meaning(tmp_path):
@@ -46,7 +46,7 @@ def test_old_schema_reads_with_the_same_meaning(tmp_path):
     old = io.load(path)
     assert old.cost_curve is None and old.pass_cost.kind == "affine"
     assert old.cost.tolist() == ms.cost.tolist()
-    assert io.save(old, tmp_path / "new.json").read_text().count('"csd.models/2"') == 1
+    assert io.save(old, tmp_path / "new.json").read_text().count('"csd.models/3"') == 1
     for name in names():  # the presets (csd.models/1 files) still read
         assert load_preset(name).cost_curve is None
 
@@ -55,7 +55,7 @@ def test_old_schema_reads_with_the_same_meaning(tmp_path):
     ("changes", "match"),
     [
         ({"schema": "csd.models/1"}, r"cost_curve needs schema 'csd.models/2'"),
-        ({"schema": "csd.models/3"}, "schema must be one of"),
+        ({"schema": "csd.models/4"}, "schema must be one of"),
         ({"cost": [1, 0.02, 0.007, 0]}, r"cost must equal the m = 1 values"),
         ({"cost_per_token": [0, 0.01, 0, 0]}, "cost_per_token must be zero"),
         ({"cost_curve": CURVES[:3]}, r"one curve per model \(4\), got 3"),
@@ -80,3 +80,32 @@ def test_model_set_validates_curves_directly():
                                             np.array([0.0])))
     ok = dataclasses.replace(ms, cost_curve=tuple(np.array([c]) for c in ms.cost))
     assert ok.pass_cost.kind == "curve" and ok.pass_cost.is_affine(0)
+
+
+@pytest.mark.parametrize("suffix", [".json", ".yaml"])
+def test_catch_up_flags_round_trip_and_reach_the_cascade(tmp_path, suffix):
+    from ewif.cascade import Cascade
+
+    ms = io.ModelSet.from_dict(curve_dict(schema="csd.models/3",
+                                          catch_up=[False, True, True, False]))
+    back = io.load(io.save(ms, tmp_path / f"set{suffix}"))
+    assert back.catch_up == (False, True, True, False)
+    assert io.ModelSet.from_dict(curve_dict()).catch_up is None  # /2 files: the paper's m
+    K = [[2, 0], [0, 1]]
+    on = Cascade.from_model_set(back, ["t", "b", "m"], K)
+    off = Cascade.from_model_set(back, ["t", "b", "m"], K, catch_up=[False] * 3)
+    assert on.catch_up.tolist() == [False, True, False]
+    assert on.expected_cost() > off.expected_cost()  # the base drafter feeds more positions
+
+
+@pytest.mark.parametrize(
+    ("changes", "match"),
+    [
+        ({"catch_up": [False, True, True, False]}, r"catch_up needs schema 'csd.models/3'"),
+        ({"schema": "csd.models/3", "catch_up": [False, True]}, "catch_up"),
+        ({"schema": "csd.models/3", "catch_up": [0, 1, "yes", 0]}, "catch_up"),
+    ],
+)
+def test_bad_catch_up_flags(changes, match):
+    with pytest.raises(ValueError, match=rf"^f\.json: .*{match}"):
+        io.ModelSet.from_dict(curve_dict(**changes), source="f.json")

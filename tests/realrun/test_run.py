@@ -13,7 +13,7 @@ from realrun.bigram import BigramTable
 from realrun.hf_model import HFTokenModel
 from realrun.maxgram import MaxGram
 from realrun.measure import measure
-from realrun.report import format_results
+from realrun.report import format_results, wall_time_lines
 from realrun.run import Method, cascade_method, default_methods, run
 from realrun.tiny import EOS, PROMPT_TEXTS
 
@@ -146,3 +146,25 @@ def test_bad_input(setup, tiny_prompts):
     with pytest.raises(ValueError, match="kind"):
         Method("x", "beam", ("target",))
     assert np.isfinite(ms.cost).all()
+
+
+def test_split_adds_up_to_the_wall_time_on_the_tiny_family(results):
+    split = results.metadata["wall_time_split"]
+    decoded = {m.name for m in results.methods if m.kind in ("sd", "csd")}
+    assert decoded <= set(split)
+    for name, b in split.items():
+        parts = (b["pass_s"] + sum(b["call_overhead_s"].values()) + sum(b["proposer_s"].values())
+                 + b["decoder_s"] + b["residual_s"])
+        assert parts == pytest.approx(b["wall_s"], rel=1e-12)
+        method = results.method(name)
+        assert b["wall_s"] == pytest.approx(method.seconds)
+        counted = results.metadata["counted_passes"][name]
+        for model, by_m in b["passes"].items():  # every counted pass was timed
+            assert {m: v["count"] for m, v in by_m.items()} == counted[model]["by_m"]
+            for v in by_m.values():
+                assert v["median_s"] <= v["p90_s"] + 1e-15 and v["total_s"] > 0
+        assert all(v >= 0 for v in b["call_overhead_s"].values())
+        # tiny models make the decoder's glue relatively large; still well under the wall
+        share = b["residual_share"]
+        assert -0.01 < share < 0.5 and b["flagged"] == (abs(share) > 0.03)
+    assert "wall" in format_results(results) and wall_time_lines(split)

@@ -1,0 +1,115 @@
+"""Close the books on a method's wall time: every second of decoding, put in its place.
+
+A run of our decoder times, besides its total wall time ``W``,
+
+* every forward pass of every neural model (its ``timing_hook``: forward and host copy), by
+  the positions ``m`` it fed;
+* the whole of each model's ``logits`` call and each proposer's ``propose`` call
+  (:attr:`~simulate.decoder.cascade.CascadeStats.call_seconds`);
+* the decoder's own verification and sampling
+  (:attr:`~simulate.decoder.cascade.CascadeStats.decode_seconds`).
+
+So ``W = Σ passes + Σ call overhead (cache crop, prefix match, checks) + Σ proposers +
+decoder + residual``, where the residual is what none of the timers saw (the loop's own list
+work, the interpreter, the clock). :func:`split` computes the split; a residual above
+:data:`RESIDUAL_FLAG` of ``W`` is flagged. Pass times are summarised per ``m`` by count,
+**mean** (what the run pays: expected cost is a mean), median and p90.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+#: Share of the wall time above which the unexplained residual is flagged.
+RESIDUAL_FLAG = 0.03
+
+
+@dataclass(frozen=True)
+class PassSummary:
+    """Wall times of one model's passes over ``m`` positions."""
+
+    count: int
+    mean_s: float
+    median_s: float
+    p90_s: float
+    total_s: float
+
+    @classmethod
+    def of(cls, seconds: Sequence[float]) -> PassSummary:
+        s = np.asarray(seconds, dtype=float)
+        if s.size == 0 or not np.isfinite(s).all() or (s < 0).any():
+            raise ValueError(
+                f"pass times must be a non-empty list of seconds >= 0, got {list(seconds)!r}"
+            )
+        return cls(int(s.size), float(s.mean()), float(np.median(s)),
+                   float(np.quantile(s, 0.9)), float(s.sum()))
+
+
+@dataclass(frozen=True)
+class WallTimeSplit:
+    """One method's wall time, split (module docstring); seconds over all its prompts."""
+
+    wall_s: float
+    passes: dict[str, dict[int, PassSummary]]
+    call_overhead_s: dict[str, float]
+    proposer_s: dict[str, float]
+    decoder_s: float
+
+    @property
+    def pass_s(self) -> float:
+        return sum(p.total_s for by_m in self.passes.values() for p in by_m.values())
+
+    @property
+    def residual_s(self) -> float:
+        return (self.wall_s - self.pass_s - sum(self.call_overhead_s.values())
+                - sum(self.proposer_s.values()) - self.decoder_s)
+
+    @property
+    def residual_share(self) -> float:
+        return self.residual_s / self.wall_s if self.wall_s > 0 else 0.0
+
+    @property
+    def flagged(self) -> bool:
+        """True when the residual exceeds :data:`RESIDUAL_FLAG` of the wall time."""
+        return abs(self.residual_share) > RESIDUAL_FLAG
+
+    def to_dict(self) -> dict:
+        return {
+            "wall_s": self.wall_s,
+            "passes": {name: {str(m): vars(p) for m, p in sorted(by_m.items())}
+                       for name, by_m in self.passes.items()},
+            "pass_s": self.pass_s,
+            "call_overhead_s": dict(self.call_overhead_s),
+            "proposer_s": dict(self.proposer_s),
+            "decoder_s": self.decoder_s,
+            "residual_s": self.residual_s,
+            "residual_share": self.residual_share,
+            "flagged": self.flagged,
+        }
+
+
+def split(wall_s: float, names: Sequence[str], neural: Sequence[bool],
+          pass_seconds: Mapping[str, Mapping[int, Sequence[float]]],
+          call_seconds: Sequence[float], decoder_s: float) -> WallTimeSplit:
+    """The :class:`WallTimeSplit` of one method's models ``names`` (target first):
+    ``neural[i]`` tells a timed model from a proposer, ``pass_seconds[name][m]`` lists the
+    model's pass times, ``call_seconds[i]`` its calls' total, ``decoder_s`` the decoder's own
+    verification and sampling."""
+    if len(call_seconds) != len(names) or len(neural) != len(names):
+        raise ValueError(f"call_seconds and neural need one entry per model ({len(names)}), got "
+                         f"{len(call_seconds)} and {len(neural)}")
+    for label, value in (("wall_s", wall_s), ("decoder_s", decoder_s), *zip(
+            (f"call_seconds[{i}]" for i in range(len(names))), call_seconds, strict=True)):
+        if not np.isfinite(value) or value < 0:
+            raise ValueError(f"{label} must be a finite number of seconds >= 0, got {value!r}")
+    passes, overhead, proposers = {}, {}, {}
+    for name, timed, total in zip(names, neural, call_seconds, strict=True):
+        if not timed:
+            proposers[name] = float(total)
+            continue
+        passes[name] = {int(m): PassSummary.of(v) for m, v in pass_seconds.get(name, {}).items()}
+        overhead[name] = float(total) - sum(p.total_s for p in passes[name].values())
+    return WallTimeSplit(float(wall_s), passes, overhead, proposers, float(decoder_s))

@@ -1,0 +1,46 @@
+"""The wall-time books (realrun.books): pass summaries, the split and its flag, timing
+statistics, bad input (the split of a real run on the tiny family: tests/realrun/test_run.py)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from realrun import books
+from realrun.timing import PassTiming
+
+
+def test_pass_summary_and_its_bad_input():
+    s = books.PassSummary.of([0.1, 0.2, 0.3, 1.0])
+    assert (s.count, s.total_s) == (4, pytest.approx(1.6))
+    assert s.mean_s == pytest.approx(0.4) and s.median_s == pytest.approx(0.25)
+    assert s.mean_s > s.median_s  # a heavy tail: the mean is what a run pays
+    for bad in ([], [0.1, -0.2], [math.nan]):
+        with pytest.raises(ValueError, match="pass times must be"):
+            books.PassSummary.of(bad)
+
+
+def test_split_flags_an_unexplained_residual_and_rejects_bad_seconds():
+    b = books.split(1.0, ["t", "mag"], [True, False], {"t": {2: [0.4, 0.4]}}, [0.85, 0.05], 0.02)
+    assert b.residual_s == pytest.approx(1.0 - 0.8 - 0.05 - 0.05 - 0.02)
+    assert b.call_overhead_s == {"t": pytest.approx(0.05)} and b.flagged
+    ok = books.split(1.0, ["t"], [True], {"t": {1: [0.98]}}, [0.99], 0.0)
+    assert not ok.flagged
+    with pytest.raises(ValueError, match="wall_s must be a finite number"):
+        books.split(math.nan, ["t"], [True], {}, [0.0], 0.0)
+    with pytest.raises(ValueError, match=r"call_seconds\[0\] must be"):
+        books.split(1.0, ["t"], [True], {}, [-1.0], 0.0)
+    with pytest.raises(ValueError, match="one entry per model"):
+        books.split(1.0, ["t", "d"], [True], {}, [0.0], 0.0)
+
+
+def test_pass_timing_keeps_mean_stderr_and_median():
+    t = PassTiming.of([1, 2], [[1.0, 1.0, 4.0], [2.0, 2.0]])
+    assert t.seconds == (2.0, 2.0) and t.median == (1.0, 2.0)
+    assert t.stderr[0] == pytest.approx(math.sqrt(3.0) / math.sqrt(3)) and t.stderr[1] == 0.0
+    assert t.to_dict()["stderr_seconds"] == list(t.stderr)
+    with pytest.raises(ValueError, match="m = 2 must be a non-empty"):
+        PassTiming.of([1, 2], [[1.0], [-1.0]])
+    with pytest.raises(ValueError, match="one list of pass times per m"):
+        PassTiming.of([1, 2], [[1.0]])
