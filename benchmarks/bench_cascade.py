@@ -41,8 +41,10 @@ def main(sample: int = 2000) -> None:
         Cascade.from_model_set(ms, K=K, lenience=3).ewif()
         times.append(time.perf_counter() - t)
     med = statistics.median(times) * 1e3
-    print(f"1. exact evaluation of one 3-drafter cascade: median {med:.3f} ms"
-          f" (p90 {np.percentile(times, 90) * 1e3:.3f} ms, 500 runs)")
+    print(
+        f"1. exact evaluation of one 3-drafter cascade: median {med:.3f} ms"
+        f" (p90 {np.percentile(times, 90) * 1e3:.3f} ms, 500 runs)"
+    )
 
     from ewif.cli import main as csd_main
 
@@ -54,8 +56,10 @@ def main(sample: int = 2000) -> None:
     t = time.perf_counter()
     subprocess.run([str(csd), "recommend"], check=True, capture_output=True)
     wall = time.perf_counter() - t
-    print(f"2. `csd recommend` (81,000 configurations): {wall:.2f} s wall as a subprocess "
-          f"(incl. interpreter start-up and imports), {in_process:.2f} s in-process")
+    print(
+        f"2. `csd recommend` (81,000 configurations): {wall:.2f} s wall as a subprocess "
+        f"(incl. interpreter start-up and imports), {in_process:.2f} s in-process"
+    )
 
     t = time.perf_counter()
     res = optimize(ms, bounds=paper_bounds(), subsets=False, method="exhaustive")
@@ -73,10 +77,12 @@ def main(sample: int = 2000) -> None:
         best = max(best, Cascade.from_model_set(ms, K=Kc, lenience=lenience).ewif())
     per = (time.perf_counter() - t) / sample
     brute = per * res.n_configurations
-    print(f"3. optimizer exhaustive {t_opt:.3f} s, Dinkelbach {t_dk:.3f} s; "
-          f"every configuration with Cascade: {per * 1e3:.3f} ms x {res.n_configurations:,} "
-          f"= {brute:.1f} s "
-          f"-> {brute / t_opt:.0f}x / {brute / t_dk:.0f}x faster")
+    print(
+        f"3. optimizer exhaustive {t_opt:.3f} s, Dinkelbach {t_dk:.3f} s; "
+        f"every configuration with Cascade: {per * 1e3:.3f} ms x {res.n_configurations:,} "
+        f"= {brute:.1f} s "
+        f"-> {brute / t_opt:.0f}x / {brute / t_dk:.0f}x faster"
+    )
     assert abs(res.best.ewif - res_d.best.ewif) < 1e-12 and best <= res.best.ewif + 1e-12
     print(f"   optimum {res.best.describe()} EWIF {res.best.ewif:.6f}")
 
@@ -88,9 +94,11 @@ def main(sample: int = 2000) -> None:
     t = time.perf_counter()
     rd = optimize(drafters_only, bounds=paper_bounds(), subsets=False, method="dinkelbach")
     t_dcurve = time.perf_counter() - t
-    print(f"4. paper space with curves: non-affine target, {rc.method} {t_curve:.3f} s "
-          f"(optimum {rc.best.describe()} EWIF {rc.best.ewif:.6f}); affine target, curved "
-          f"drafters, dinkelbach {t_dcurve:.3f} s (EWIF {rd.best.ewif:.6f})")
+    print(
+        f"4. paper space with curves: non-affine target, {rc.method} {t_curve:.3f} s "
+        f"(optimum {rc.best.describe()} EWIF {rc.best.ewif:.6f}); affine target, curved "
+        f"drafters, dinkelbach {t_dcurve:.3f} s (EWIF {rd.best.ewif:.6f})"
+    )
 
 
 def with_curves(ms, target_curved: bool):

@@ -53,29 +53,38 @@ def main() -> None:
         vec = max(vecs, key=lambda r: r.steps_per_second)
         loop = max(loops, key=lambda r: r.steps_per_second)
         exact = cascade.ewif()
-        rows.append({
-            "cascade": name,
-            "K": cascade.K.tolist(),
-            "exact_ewif": exact,
-            "vectorised_steps_per_s": vec.steps_per_second,
-            "loop_steps_per_s": loop.steps_per_second,
-            "speedup": vec.steps_per_second / loop.steps_per_second,
-            "vectorised_ewif": vec.ewif().to_dict(),
-            "loop_ewif": loop.ewif().to_dict(),
-            "both_contain_exact": vec.ewif().contains(exact) and loop.ewif().contains(exact),
-        })
+        rows.append(
+            {
+                "cascade": name,
+                "K": cascade.K.tolist(),
+                "exact_ewif": exact,
+                "vectorised_steps_per_s": vec.steps_per_second,
+                "loop_steps_per_s": loop.steps_per_second,
+                "speedup": vec.steps_per_second / loop.steps_per_second,
+                "vectorised_ewif": vec.ewif().to_dict(),
+                "loop_ewif": loop.ewif().to_dict(),
+                "both_contain_exact": vec.ewif().contains(exact) and loop.ewif().contains(exact),
+            }
+        )
     if args.json:
-        print(json.dumps({"machine": platform.processor() or platform.machine(), "rows": rows},
-                         indent=2))
+        print(
+            json.dumps(
+                {"machine": platform.processor() or platform.machine(), "rows": rows}, indent=2
+            )
+        )
         return
-    print(f"{'cascade':<30} {'vectorised steps/s':>19} {'loop steps/s':>13} {'ratio':>7}  "
-          f"EWIF exact / vectorised / loop")
+    print(
+        f"{'cascade':<30} {'vectorised steps/s':>19} {'loop steps/s':>13} {'ratio':>7}  "
+        f"EWIF exact / vectorised / loop"
+    )
     for r in rows:
-        print(f"{r['cascade']:<30} {r['vectorised_steps_per_s']:>19,.0f} "
-              f"{r['loop_steps_per_s']:>13,.0f} {r['speedup']:>6.0f}x  "
-              f"{r['exact_ewif']:.4f} / {r['vectorised_ewif']['value']:.4f} / "
-              f"{r['loop_ewif']['value']:.4f}  (intervals contain exact: "
-              f"{r['both_contain_exact']})")
+        print(
+            f"{r['cascade']:<30} {r['vectorised_steps_per_s']:>19,.0f} "
+            f"{r['loop_steps_per_s']:>13,.0f} {r['speedup']:>6.0f}x  "
+            f"{r['exact_ewif']:.4f} / {r['vectorised_ewif']['value']:.4f} / "
+            f"{r['loop_ewif']['value']:.4f}  (intervals contain exact: "
+            f"{r['both_contain_exact']})"
+        )
 
 
 if __name__ == "__main__":

@@ -42,8 +42,9 @@ def with_alpha(cascade: Cascade, alpha: float) -> Cascade:
     a = np.array(cascade.alpha, dtype=float)
     a[0, 1] = alpha
     curves = None if cascade.cost_curve is None else [np.asarray(c) for c in cascade.cost_curve]
-    return Cascade(a, cascade.cost, cascade.K, fill=cascade.fill, cost_curve=curves,
-                   catch_up=cascade.catch_up)
+    return Cascade(
+        a, cascade.cost, cascade.K, fill=cascade.fill, cost_curve=curves, catch_up=cascade.catch_up
+    )
 
 
 def rows_of(path: Path) -> list[dict]:
@@ -56,13 +57,25 @@ def rows_of(path: Path) -> list[dict]:
             continue
         cfg = method["config"]
         chosen = [flags[model_set.index(m)] for m in cfg["models"]]
-        paper = Cascade.from_model_set(model_set, cfg["models"], np.array(cfg["K"]),
-                                       cfg["lenience"], catch_up=[False] * len(chosen))
-        caught = Cascade.from_model_set(model_set, cfg["models"], np.array(cfg["K"]),
-                                        cfg["lenience"], catch_up=chosen)
-        row = {"run": path.stem, "method": method["name"], "measured": method["speedup"],
-               "paper": paper.ewif(), "catch_up": caught.ewif(), "swi": method["swi"],
-               "shipped_prediction": method["predicted_speedup"]}
+        paper = Cascade.from_model_set(
+            model_set,
+            cfg["models"],
+            np.array(cfg["K"]),
+            cfg["lenience"],
+            catch_up=[False] * len(chosen),
+        )
+        caught = Cascade.from_model_set(
+            model_set, cfg["models"], np.array(cfg["K"]), cfg["lenience"], catch_up=chosen
+        )
+        row = {
+            "run": path.stem,
+            "method": method["name"],
+            "measured": method["speedup"],
+            "paper": paper.ewif(),
+            "catch_up": caught.ewif(),
+            "swi": method["swi"],
+            "shipped_prediction": method["predicted_speedup"],
+        }
         run_alpha = method.get("acceptance_by_position", {}).get("measured")
         if len(cfg["K"]) == 1 and run_alpha:
             row["paper_run_alpha"] = with_alpha(paper, run_alpha[0]).ewif()
@@ -82,11 +95,13 @@ def main() -> None:
         cells = []
         for c in COLUMNS:
             v = row.get(c)
-            cells.append(f"{'—':>18}" if v is None else
-                         f"{v:>7.3f}× ({v / row['measured'] - 1:+6.1%})")
+            cells.append(
+                f"{'—':>18}" if v is None else f"{v:>7.3f}× ({v / row['measured'] - 1:+6.1%})"
+            )
         print(f"{row['run']:<28} {row['method']:<22} {row['measured']:>7.3f}× " + " ".join(cells))
-    medians = {c: statistics.median(abs(r[c] / r["measured"] - 1) for r in rows if c in r)
-               for c in COLUMNS}
+    medians = {
+        c: statistics.median(abs(r[c] / r["measured"] - 1) for r in rows if c in r) for c in COLUMNS
+    }
     print("median |pred/meas − 1|:  " + "  ".join(f"{c} {v:.1%}" for c, v in medians.items()))
     for row in rows:  # the shipped number must be reproduced by the paper accounting
         assert abs(row["paper"] - row["shipped_prediction"]) < 1e-9, row

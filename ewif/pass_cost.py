@@ -74,9 +74,7 @@ class PassCost:
         generating pass is the unit). Anything else raises ``ValueError`` naming the model
         index and the value.
         """
-        if isinstance(cost_curve, str | bytes) or not isinstance(
-            cost_curve, Sequence | np.ndarray
-        ):
+        if isinstance(cost_curve, str | bytes) or not isinstance(cost_curve, Sequence | np.ndarray):
             raise ValueError(
                 f"cost_curve must be a list with one curve (a list of costs for m = 1, 2, ...) "
                 f"per model, got {cost_curve!r}"
@@ -179,17 +177,14 @@ def _curve(i: int, values: object) -> np.ndarray:
     """One model's curve as a float array; ValueError naming model ``i`` and the value."""
     if isinstance(values, str | bytes) or not isinstance(values, Sequence | np.ndarray):
         raise ValueError(
-            f"cost_curve[{i}] (model {i}) must be a list of costs for m = 1, 2, ..., got "
-            f"{values!r}"
+            f"cost_curve[{i}] (model {i}) must be a list of costs for m = 1, 2, ..., got {values!r}"
         )
     out = []
     for m, v in enumerate(values, start=1):
         if isinstance(v, np.generic):
             v = v.item()
         if isinstance(v, bool) or not isinstance(v, numbers.Real):
-            raise ValueError(
-                f"cost_curve[{i}] (model {i}) must hold numbers, got {v!r} at m = {m}"
-            )
+            raise ValueError(f"cost_curve[{i}] (model {i}) must hold numbers, got {v!r} at m = {m}")
         x = float(v)
         if not math.isfinite(x) or x < 0:
             raise ValueError(

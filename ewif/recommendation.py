@@ -32,8 +32,9 @@ from ewif.search import Configuration, OptimizeResult, optimize
 from ewif.space import SearchSpace, search_space
 
 
-def load_model_set(preset: str | None = None, path: str | os.PathLike[str] | None = None
-                   ) -> tuple[ModelSet, str]:
+def load_model_set(
+    preset: str | None = None, path: str | os.PathLike[str] | None = None
+) -> tuple[ModelSet, str]:
     """``(model set, where it came from)`` for a preset name or a model-set file (default:
     the default preset); both given is a ``ValueError``."""
     from ewif import presets
@@ -93,8 +94,14 @@ def recommend(
     """The recommendation for ``model_set`` (module docstring); the search is sized first
     and refused with ``hint`` when too big (:func:`ewif.limits.search`)."""
     chosen = search_space(model_set, space, k_max, mag_block)
-    limits.search(model_set.alpha, len(model_set.models), chosen.bounds,
-                  model_set.leniences if leniences is None else leniences, hint)
-    result = optimize(model_set, bounds=chosen.bounds, leniences=leniences, subsets=False,
-                      fill=fill, top=top)
+    limits.search(
+        model_set.alpha,
+        len(model_set.models),
+        chosen.bounds,
+        model_set.leniences if leniences is None else leniences,
+        hint,
+    )
+    result = optimize(
+        model_set, bounds=chosen.bounds, leniences=leniences, subsets=False, fill=fill, top=top
+    )
     return Recommendation(result, chosen)

@@ -98,9 +98,7 @@ class MethodResult:
                         f"method {self.name!r}: acceptance_by_position keys are 'measured' and "
                         f"'predicted', got {key!r}"
                     )
-                validate.probabilities(
-                    f"method {self.name!r}: acceptance_by_position.{key}", curve
-                )
+                validate.probabilities(f"method {self.name!r}: acceptance_by_position.{key}", curve)
         if not isinstance(self.config, Mapping):
             raise ValueError(f"method {self.name!r}: config must be a mapping, got {self.config!r}")
 

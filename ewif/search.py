@@ -129,6 +129,7 @@ class OptimizeResult:
             self.model_set, c.models, c.K, c.lenience, fill=self.fill, catch_up=flags
         )
 
+
 def as_model_set(
     source: ModelSet | Mapping[float, object] | object,
     cost: object | None = None,
@@ -218,8 +219,16 @@ def optimize(
                 "couples steps: use method='exhaustive' or 'auto'"
             )
         return optimize_catch_up(
-            optimize, ms, flags, top, candidates=candidates, bounds=bounds,
-            leniences=leniences, subsets=subsets, fill=fill, progress=progress,
+            optimize,
+            ms,
+            flags,
+            top,
+            candidates=candidates,
+            bounds=bounds,
+            leniences=leniences,
+            subsets=subsets,
+            fill=fill,
+            progress=progress,
         )
     cands = tuple(ms.models if candidates is None else candidates)
     idx = [ms.index(m) for m in cands]
@@ -477,9 +486,7 @@ class _Space:
         width = max(f.lengths.shape[1] for f in firsts)
         lengths = np.zeros((len(firsts) * len(k_vals[0]), width))
         for i, f in enumerate(firsts):
-            lengths[i * len(k_vals[0]) : (i + 1) * len(k_vals[0]), : f.lengths.shape[1]] = (
-                f.lengths
-            )
+            lengths[i * len(k_vals[0]) : (i + 1) * len(k_vals[0]), : f.lengths.shape[1]] = f.lengths
         first = _Block(*(np.concatenate([getattr(f, x) for f in firsts]) for x in "PEC"), lengths)
         rest = [
             self._block(j, sigma[j - 2 :] if j < n else None, k_vals[j - 1])
@@ -514,8 +521,10 @@ class _Space:
         (affine target ``c_0(m) = a0 + s0·m``: the review costs ``c_0(1) + s0·Σ_j E[L_j]``)."""
         s0 = self.target_affine[1]
         first, rest = prep.first, prep.rest
-        return (first._replace(C=first.C + s0 * first.mean),
-                [b._replace(C=b.C + s0 * b.mean) for b in rest])
+        return (
+            first._replace(C=first.C + s0 * first.mean),
+            [b._replace(C=b.C + s0 * b.mean) for b in rest],
+        )
 
     def _review_cost(self, prep: _Prepared, shape: tuple[int, ...]) -> np.ndarray:
         """``E[c_0(1 + Σ_j L_j)]`` for every configuration of ``prep``, exactly, for any c_0.
@@ -548,9 +557,7 @@ class _Space:
                 return along_first(np.tile(np.asarray(k_vals[0]) > 0, len(prep.rows1)))
             return _axis(np.asarray(k_vals[j - 1]) > 0, j - 1, nd)
 
-        row1 = (
-            np.repeat(np.asarray(prep.rows1, dtype=np.int64), n11, axis=0) if n >= 2 else None
-        )
+        row1 = np.repeat(np.asarray(prep.rows1, dtype=np.int64), n11, axis=0) if n >= 2 else None
 
         def budget(q: int, j: int):  # k of drafter j when model q >= 1 reviews
             return along_first(row1[:, j - 2]) if q == 1 else sigma[q - 2][j - q - 1]
@@ -567,9 +574,7 @@ class _Space:
         keep = ~_empty_mask(k_vals, shape)
         for q in range(1, n):
             lowest = tuple(min(self.allowed[q, j]) for j in range(q + 1, n + 1))
-            at_min = (
-                along_first((row1 == lowest).all(axis=1)) if q == 1 else sigma[q - 2] == lowest
-            )
+            at_min = along_first((row1 == lowest).all(axis=1)) if q == 1 else sigma[q - 2] == lowest
             keep = keep & (used[q] | at_min)
         return np.broadcast_to(keep, shape)
 
@@ -665,6 +670,7 @@ def _top_with_ties(values: np.ndarray, top: int) -> np.ndarray:
     k = min(top, count)
     kth = np.partition(values[finite], count - k)[count - k]
     return np.flatnonzero(finite & (values >= kth - 1e-9 * abs(kth)))
+
 
 def _expand(v: np.ndarray, ndim: int) -> np.ndarray:
     return v.reshape((-1,) + (1,) * ndim)

@@ -64,8 +64,11 @@ def search_space(
         raise ValueError(f"space must be 'auto', 'paper' or 'full', got {space!r}")
     if space == "auto":
         space = "paper" if is_paper_shape(model_set) else "full"
-    k_max = validate.count("k_max", 30 if space == "paper" and k_max is None else
-                            12 if k_max is None else k_max, minimum=1)
+    k_max = validate.count(
+        "k_max",
+        30 if space == "paper" and k_max is None else 12 if k_max is None else k_max,
+        minimum=1,
+    )
     if space == "paper":
         if len(model_set.models) != 4:
             raise ValueError(

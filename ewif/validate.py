@@ -30,9 +30,7 @@ def probabilities(name: str, value: object) -> np.ndarray:
     arr = real_array(name, value)
     if arr.size and not (arr.min() >= 0.0 and arr.max() <= 1.0):  # NaN fails both
         bad = ~((arr >= 0.0) & (arr <= 1.0))
-        raise ValueError(
-            f"{name} must hold finite numbers in [0, 1], got {arr[bad].flat[0]!r}"
-        )
+        raise ValueError(f"{name} must hold finite numbers in [0, 1], got {arr[bad].flat[0]!r}")
     return arr
 
 
@@ -72,8 +70,9 @@ def counts(name: str, value: object, minimum: int = 0) -> np.ndarray:
     try:
         scalar = np.ndim(value) == 0
     except ValueError:  # ragged nesting
-        raise ValueError(f"{name} must be a rectangular array of integers >= {minimum}, got "
-                         f"{value!r}") from None
+        raise ValueError(
+            f"{name} must be a rectangular array of integers >= {minimum}, got {value!r}"
+        ) from None
     if scalar:
         return np.asarray(count(name, _item(value), minimum))
     try:
@@ -85,8 +84,7 @@ def counts(name: str, value: object, minimum: int = 0) -> np.ndarray:
     if arr.dtype.kind in "iu" and (arr.size == 0 or arr.min() >= minimum):
         return arr.astype(np.int64, copy=False)
     if arr.dtype.kind not in "iuf" or (
-        arr.dtype.kind == "f"
-        and not (np.all(np.isfinite(arr)) and np.all(arr == np.round(arr)))
+        arr.dtype.kind == "f" and not (np.all(np.isfinite(arr)) and np.all(arr == np.round(arr)))
     ):
         raise ValueError(f"{name} must hold integers >= {minimum}, got {value!r}")
     arr = arr.astype(np.int64)
@@ -103,14 +101,16 @@ def budget_matrix(name: str, value: object, n: int) -> np.ndarray:
     reviews smaller ones)."""
     K = counts(name, value)
     if K.shape != (n, n):
-        raise ValueError(f"{name} must have shape ({n}, {n}) (one row per reviewer), "
-                         f"got shape {K.shape}")
+        raise ValueError(
+            f"{name} must have shape ({n}, {n}) (one row per reviewer), got shape {K.shape}"
+        )
     low = np.argwhere(np.tril(K, -1))
     if len(low):
         r, j = (int(v) + 1 for v in low[0])
         raise ValueError(
             f"{name} must be upper-triangular: k_{r}{j} = {K[r - 1, j - 1]} is below the "
-            f"diagonal (model {r - 1} can only review smaller models {r}..{n})")
+            f"diagonal (model {r - 1} can only review smaller models {r}..{n})"
+        )
     return K
 
 

@@ -49,8 +49,11 @@ def prefilled_cache(model: PreTrainedModel, prompt: Sequence[int]) -> DynamicCac
     device = model.get_output_embeddings().weight.device
     if len(prompt) > 1:
         with torch.inference_mode():
-            model(input_ids=torch.tensor([list(prompt[:-1])], device=device),
-                  **{_cache_kw(model): cache}, use_cache=True)
+            model(
+                input_ids=torch.tensor([list(prompt[:-1])], device=device),
+                **{_cache_kw(model): cache},
+                use_cache=True,
+            )
     return cache
 
 
@@ -116,7 +119,7 @@ def hf_generate(
         )
     _sync(device)
     seconds = time.perf_counter() - start - (prefill if assisted else 0.0)
-    tokens = [int(t) for t in out[0, len(ids):].tolist()]
+    tokens = [int(t) for t in out[0, len(ids) :].tolist()]
     if eos_token_id is not None and eos_token_id in tokens:
         tokens = tokens[: tokens.index(eos_token_id) + 1]
     return HFGeneration(tokens, max(seconds, 0.0), prefill)
@@ -124,8 +127,7 @@ def hf_generate(
 
 def _cache_kw(model: PreTrainedModel) -> str:
     """transformers 5.x renamed ``past_key_values`` to ``cache``; use what the model takes."""
-    return "cache" if "cache" in inspect.signature(model.forward).parameters else \
-        "past_key_values"
+    return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
 
 
 def _sync(device: torch.device) -> None:

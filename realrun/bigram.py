@@ -78,9 +78,7 @@ class BigramTable:
     ) -> BigramTable:
         """Count adjacent pairs in each text; ``vocab_size`` defaults to ``len(tokenizer)``
         (pass the model's logit width when it is larger)."""
-        size = (
-            len(tokenizer) if vocab_size is None else validate.count("vocab_size", vocab_size, 1)
-        )
+        size = len(tokenizer) if vocab_size is None else validate.count("vocab_size", vocab_size, 1)
         pairs, unigrams = [], np.zeros(size, dtype=np.int64)
         for text in texts:
             if not isinstance(text, str):
@@ -145,9 +143,7 @@ class BigramTable:
         return path
 
     @classmethod
-    def load(
-        cls, path: str | Path, tokenizer: Any | None = None
-    ) -> BigramTable:
+    def load(cls, path: str | Path, tokenizer: Any | None = None) -> BigramTable:
         """Read a table; with ``tokenizer``, refuse one built for another vocabulary."""
         path = Path(path)
         if not path.is_file():

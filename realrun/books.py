@@ -44,8 +44,13 @@ class PassSummary:
             raise ValueError(
                 f"pass times must be a non-empty list of seconds >= 0, got {list(seconds)!r}"
             )
-        return cls(int(s.size), float(s.mean()), float(np.median(s)),
-                   float(np.quantile(s, 0.9)), float(s.sum()))
+        return cls(
+            int(s.size),
+            float(s.mean()),
+            float(np.median(s)),
+            float(np.quantile(s, 0.9)),
+            float(s.sum()),
+        )
 
 
 @dataclass(frozen=True)
@@ -64,8 +69,13 @@ class WallTimeSplit:
 
     @property
     def residual_s(self) -> float:
-        return (self.wall_s - self.pass_s - sum(self.call_overhead_s.values())
-                - sum(self.proposer_s.values()) - self.decoder_s)
+        return (
+            self.wall_s
+            - self.pass_s
+            - sum(self.call_overhead_s.values())
+            - sum(self.proposer_s.values())
+            - self.decoder_s
+        )
 
     @property
     def residual_share(self) -> float:
@@ -79,8 +89,10 @@ class WallTimeSplit:
     def to_dict(self) -> dict:
         return {
             "wall_s": self.wall_s,
-            "passes": {name: {str(m): vars(p) for m, p in sorted(by_m.items())}
-                       for name, by_m in self.passes.items()},
+            "passes": {
+                name: {str(m): vars(p) for m, p in sorted(by_m.items())}
+                for name, by_m in self.passes.items()
+            },
             "pass_s": self.pass_s,
             "call_overhead_s": dict(self.call_overhead_s),
             "proposer_s": dict(self.proposer_s),
@@ -91,18 +103,28 @@ class WallTimeSplit:
         }
 
 
-def split(wall_s: float, names: Sequence[str], neural: Sequence[bool],
-          pass_seconds: Mapping[str, Mapping[int, Sequence[float]]],
-          call_seconds: Sequence[float], decoder_s: float) -> WallTimeSplit:
+def split(
+    wall_s: float,
+    names: Sequence[str],
+    neural: Sequence[bool],
+    pass_seconds: Mapping[str, Mapping[int, Sequence[float]]],
+    call_seconds: Sequence[float],
+    decoder_s: float,
+) -> WallTimeSplit:
     """The :class:`WallTimeSplit` of one method's models ``names`` (target first):
     ``neural[i]`` tells a timed model from a proposer, ``pass_seconds[name][m]`` lists the
     model's pass times, ``call_seconds[i]`` its calls' total, ``decoder_s`` the decoder's own
     verification and sampling."""
     if len(call_seconds) != len(names) or len(neural) != len(names):
-        raise ValueError(f"call_seconds and neural need one entry per model ({len(names)}), got "
-                         f"{len(call_seconds)} and {len(neural)}")
-    for label, value in (("wall_s", wall_s), ("decoder_s", decoder_s), *zip(
-            (f"call_seconds[{i}]" for i in range(len(names))), call_seconds, strict=True)):
+        raise ValueError(
+            f"call_seconds and neural need one entry per model ({len(names)}), got "
+            f"{len(call_seconds)} and {len(neural)}"
+        )
+    for label, value in (
+        ("wall_s", wall_s),
+        ("decoder_s", decoder_s),
+        *zip((f"call_seconds[{i}]" for i in range(len(names))), call_seconds, strict=True),
+    ):
         if not np.isfinite(value) or value < 0:
             raise ValueError(f"{label} must be a finite number of seconds >= 0, got {value!r}")
     passes, overhead, proposers = {}, {}, {}

@@ -39,18 +39,28 @@ class Invariance:
         return self.agreements / self.positions if self.positions else 1.0
 
     def to_dict(self) -> dict:
-        return {"m": self.m, "positions": self.positions, "agreements": self.agreements,
-                "rate": self.rate, "max_gap_at_disagreement": self.max_gap}
+        return {
+            "m": self.m,
+            "positions": self.positions,
+            "agreements": self.agreements,
+            "rate": self.rate,
+            "max_gap_at_disagreement": self.max_gap,
+        }
 
 
-def batch_invariance(model: TokenModel, texts: Sequence[tuple[Sequence[int], Sequence[int]]],
-                     m: int = 4, max_positions: int | None = None) -> Invariance:
+def batch_invariance(
+    model: TokenModel,
+    texts: Sequence[tuple[Sequence[int], Sequence[int]]],
+    m: int = 4,
+    max_positions: int | None = None,
+) -> Invariance:
     """Agreement of ``model``'s argmax between one pass over ``m`` positions and ``m``
     single passes, over blocks of each ``(prompt, continuation)`` in ``texts`` (module
     docstring); at most ``max_positions`` positions in all."""
     m = validate.count("m", m, minimum=1)
-    limit = None if max_positions is None else validate.count("max_positions", max_positions,
-                                                              minimum=1)
+    limit = (
+        None if max_positions is None else validate.count("max_positions", max_positions, minimum=1)
+    )
     positions = agreements = 0
     max_gap = None
     for prompt, continuation in texts:
@@ -61,7 +71,7 @@ def batch_invariance(model: TokenModel, texts: Sequence[tuple[Sequence[int], Seq
             if limit is not None and positions >= limit:
                 break
             before = ctx + cont[:start]
-            block = cont[start:start + m]
+            block = cont[start : start + m]
             model.logits(before, 1)  # cache the context
             batched = np.argmax(model.logits(before + block, m), axis=-1)
             model.logits(before, 1)

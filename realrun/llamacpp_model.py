@@ -57,7 +57,8 @@ def _lib():
         except ImportError as exc:
             raise ImportError(
                 "the llama.cpp backend needs llama-cpp-python: pip install -e '.[llamacpp]' "
-                "(it compiles llama.cpp; see README, 'llama.cpp backend')") from exc
+                "(it compiles llama.cpp; see README, 'llama.cpp backend')"
+            ) from exc
 
         @llama_cpp.llama_log_callback
         def quiet(level: int, text: bytes, user_data: ctypes.c_void_p) -> None:
@@ -98,10 +99,16 @@ class LlamaCppTokenModel(PassCounters):
             raise ValueError(f"name must be a non-empty string, got {name!r}")
         self.n_ctx = validate.count("n_ctx", n_ctx, minimum=1)
         self.max_outputs = validate.count("max_outputs", max_outputs, minimum=1)
-        threads = (os.cpu_count() or 1) if n_threads is None else validate.count(
-            "n_threads", n_threads, minimum=1)
-        batch_threads = threads if n_threads_batch is None else validate.count(
-            "n_threads_batch", n_threads_batch, minimum=1)
+        threads = (
+            (os.cpu_count() or 1)
+            if n_threads is None
+            else validate.count("n_threads", n_threads, minimum=1)
+        )
+        batch_threads = (
+            threads
+            if n_threads_batch is None
+            else validate.count("n_threads_batch", n_threads_batch, minimum=1)
+        )
         lib = _lib()
         self._lib = lib
         self.path = path
@@ -110,8 +117,9 @@ class LlamaCppTokenModel(PassCounters):
         mparams.n_gpu_layers = 0
         model = lib.llama_model_load_from_file(str(path).encode(), mparams)
         if not model:
-            raise ValueError(f"llama.cpp could not load {str(path)!r} (not a GGUF model "
-                             "file it supports)")
+            raise ValueError(
+                f"llama.cpp could not load {str(path)!r} (not a GGUF model file it supports)"
+            )
         self._model = model
         self._vocab = lib.llama_model_get_vocab(model)
         self.vocab_size = int(lib.llama_vocab_n_tokens(self._vocab))
@@ -130,8 +138,9 @@ class LlamaCppTokenModel(PassCounters):
         if not ctx:
             lib.llama_model_free(model)
             self._model = None
-            raise ValueError(f"llama.cpp could not create a context for {str(path)!r} "
-                             f"(n_ctx={self.n_ctx})")
+            raise ValueError(
+                f"llama.cpp could not create a context for {str(path)!r} (n_ctx={self.n_ctx})"
+            )
         self._ctx = ctx
         self._memory = lib.llama_get_memory(ctx)
         self._batch = lib.llama_batch_init(self.n_ctx, 0, 1)
@@ -155,8 +164,11 @@ class LlamaCppTokenModel(PassCounters):
         """Use ``n_threads`` for one-token decodes and ``n_threads_batch`` (default the same)
         for batched ones, from the next call on."""
         threads = validate.count("n_threads", n_threads, minimum=1)
-        batch = threads if n_threads_batch is None else validate.count(
-            "n_threads_batch", n_threads_batch, minimum=1)
+        batch = (
+            threads
+            if n_threads_batch is None
+            else validate.count("n_threads_batch", n_threads_batch, minimum=1)
+        )
         self._lib.llama_set_n_threads(self._ctx, threads, batch)
         self.n_threads, self.n_threads_batch = threads, batch
 
@@ -167,11 +179,14 @@ class LlamaCppTokenModel(PassCounters):
         if n > len(ids):
             raise ValueError(f"n must be in [1, len(tokens)={len(ids)}], got {n}")
         if n > self.max_outputs:
-            raise ValueError(f"n must be at most max_outputs={self.max_outputs} for model "
-                             f"{self.name!r}, got {n}")
+            raise ValueError(
+                f"n must be at most max_outputs={self.max_outputs} for model {self.name!r}, got {n}"
+            )
         if len(ids) > self.n_ctx:
-            raise ValueError(f"tokens must hold at most n_ctx={self.n_ctx} ids for model "
-                             f"{self.name!r}, got {len(ids)}")
+            raise ValueError(
+                f"tokens must hold at most n_ctx={self.n_ctx} ids for model "
+                f"{self.name!r}, got {len(ids)}"
+            )
         bad = [t for t in ids if not 0 <= t < self.vocab_size]
         if bad:
             raise ValueError(
@@ -182,8 +197,9 @@ class LlamaCppTokenModel(PassCounters):
         fed = ids[keep:]
         start = time.perf_counter()
         self._decode(fed, keep, n)
-        rows = np.ctypeslib.as_array(self._lib.llama_get_logits(self._ctx),
-                                     shape=(n, self.vocab_size))
+        rows = np.ctypeslib.as_array(
+            self._lib.llama_get_logits(self._ctx), shape=(n, self.vocab_size)
+        )
         scores = np.array(rows, dtype=np.float32)
         seconds = time.perf_counter() - start
         self._cached = ids
@@ -217,7 +233,8 @@ class LlamaCppTokenModel(PassCounters):
         """Keep the cache of the longest common prefix (at most ``limit``); return its length."""
         keep = common_prefix(self._cached, ids, limit)
         if keep < len(self._cached) and (
-                keep == 0 or not self._lib.llama_memory_seq_rm(self._memory, 0, keep, -1)):
+            keep == 0 or not self._lib.llama_memory_seq_rm(self._memory, 0, keep, -1)
+        ):
             self.reset()
             return 0
         return keep
@@ -237,8 +254,9 @@ class LlamaCppTokenModel(PassCounters):
         code = self._lib.llama_decode(self._ctx, batch)
         if code != 0:
             self.reset()
-            raise RuntimeError(f"llama_decode of {m} positions failed for model {self.name!r} "
-                               f"(code {code})")
+            raise RuntimeError(
+                f"llama_decode of {m} positions failed for model {self.name!r} (code {code})"
+            )
 
 
 def gguf_tokenizer(path: str | Path):
@@ -249,46 +267,65 @@ def gguf_tokenizer(path: str | Path):
     path = Path(path).expanduser()
     if not path.is_file():
         raise FileNotFoundError(f"GGUF file {str(path)!r} does not exist")
-    return AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name,
-                                         local_files_only=True)
+    return AutoTokenizer.from_pretrained(
+        str(path.parent), gguf_file=path.name, local_files_only=True
+    )
 
 
-def load_gguf_models(sources: Sequence[str], *, names: Sequence[str] | None = None,
-                     device: str = "auto", dtype: str = "auto",
-                     n_threads: int | None = None) -> tuple[list[LlamaCppTokenModel], object]:
+def load_gguf_models(
+    sources: Sequence[str],
+    *,
+    names: Sequence[str] | None = None,
+    device: str = "auto",
+    dtype: str = "auto",
+    n_threads: int | None = None,
+) -> tuple[list[LlamaCppTokenModel], object]:
     """``(models, tokenizer)`` of ``.gguf`` files for the llama.cpp backend: the weights as
     stored (``dtype`` must be ``"auto"``), on the CPU (``device`` ``"auto"`` or ``"cpu"``).
     Every model must have the target's vocabulary (token texts, BOS, EOS, as llama.cpp reads
     them); the tokenizer is the target's (:func:`gguf_tokenizer`), checked to agree with
     llama.cpp on the vocabulary size and EOS."""
     if dtype != "auto":
-        raise ValueError(f"the llama.cpp backend runs a GGUF's weights as stored: dtype must "
-                         f"be 'auto', got {dtype!r}")
+        raise ValueError(
+            f"the llama.cpp backend runs a GGUF's weights as stored: dtype must "
+            f"be 'auto', got {dtype!r}"
+        )
     if device not in ("auto", "cpu"):
-        raise ValueError(f"the llama.cpp backend runs on the CPU: device must be 'auto' or "
-                         f"'cpu', got {device!r}")
+        raise ValueError(
+            f"the llama.cpp backend runs on the CPU: device must be 'auto' or 'cpu', got {device!r}"
+        )
     for s in sources:
         if Path(s).suffix.lower() != ".gguf":
             raise ValueError(f"the llama.cpp backend loads .gguf files, got {s!r}")
-    models = [LlamaCppTokenModel(s, None if names is None else names[i], n_threads=n_threads)
-              for i, s in enumerate(sources)]
+    models = [
+        LlamaCppTokenModel(s, None if names is None else names[i], n_threads=n_threads)
+        for i, s in enumerate(sources)
+    ]
     texts, bos, eos = models[0].vocabulary()
     for m in models[1:]:
         other, other_bos, other_eos = m.vocabulary()
         if other != texts:
             pairs = enumerate(zip(texts, other, strict=False))
             i = next((i for i, (a, b) in pairs if a != b), min(len(texts), len(other)))
-            raise ValueError(f"models {models[0].name!r} and {m.name!r} do not share a "
-                             f"vocabulary: sizes {len(texts)} and {len(other)}, first "
-                             f"difference at id {i}")
+            raise ValueError(
+                f"models {models[0].name!r} and {m.name!r} do not share a "
+                f"vocabulary: sizes {len(texts)} and {len(other)}, first "
+                f"difference at id {i}"
+            )
         if (other_bos, other_eos) != (bos, eos):
-            raise ValueError(f"models {models[0].name!r} and {m.name!r} do not share a "
-                             f"vocabulary: BOS/EOS ids {bos}/{eos} and {other_bos}/{other_eos}")
+            raise ValueError(
+                f"models {models[0].name!r} and {m.name!r} do not share a "
+                f"vocabulary: BOS/EOS ids {bos}/{eos} and {other_bos}/{other_eos}"
+            )
     tokenizer = gguf_tokenizer(sources[0])
     if len(tokenizer) > models[0].vocab_size:
-        raise ValueError(f"the tokenizer of {sources[0]!r} has {len(tokenizer)} tokens, more "
-                         f"than llama.cpp's {models[0].vocab_size}")
+        raise ValueError(
+            f"the tokenizer of {sources[0]!r} has {len(tokenizer)} tokens, more "
+            f"than llama.cpp's {models[0].vocab_size}"
+        )
     if tokenizer.eos_token_id is not None and tokenizer.eos_token_id != eos:
-        raise ValueError(f"the tokenizer's EOS id {tokenizer.eos_token_id} differs from "
-                         f"llama.cpp's {eos} for {sources[0]!r}")
+        raise ValueError(
+            f"the tokenizer's EOS id {tokenizer.eos_token_id} differs from "
+            f"llama.cpp's {eos} for {sources[0]!r}"
+        )
     return models, tokenizer

@@ -105,10 +105,17 @@ def file_sha256(path: str | Path) -> str:
     """Hex sha256 of a file's content, read in 16 MiB chunks (with a progress bar)."""
     path = Path(path)
     digest = hashlib.sha256()
-    with path.open("rb") as fh, tqdm(
-        total=path.stat().st_size, unit="B", unit_scale=True, desc=f"sha256 {path.name}",
-        disable=path.stat().st_size < 1 << 28, leave=False,
-    ) as bar:
+    with (
+        path.open("rb") as fh,
+        tqdm(
+            total=path.stat().st_size,
+            unit="B",
+            unit_scale=True,
+            desc=f"sha256 {path.name}",
+            disable=path.stat().st_size < 1 << 28,
+            leave=False,
+        ) as bar,
+    ):
         while chunk := fh.read(1 << 24):
             digest.update(chunk)
             bar.update(len(chunk))

@@ -116,8 +116,6 @@ def _acceptances(
     return out
 
 
-
-
 @dataclass(frozen=True)
 class Acceptance:
     """Step 1 of :func:`measure`: per-position acceptances of every pair and lenience
@@ -148,8 +146,11 @@ class Acceptance:
 
     def by_position(self, max_position: int) -> dict[tuple[int, int], np.ndarray]:
         """Conditional acceptance by draft position at lenience 1 (:func:`position_curve`)."""
-        return {(r, j): np.nan_to_num(position_curve(arrs, max_position), nan=0.0)
-                for (l_, r, j), arrs in self.runs.items() if l_ == 1.0}
+        return {
+            (r, j): np.nan_to_num(position_curve(arrs, max_position), nan=0.0)
+            for (l_, r, j), arrs in self.runs.items()
+            if l_ == 1.0
+        }
 
 
 @dataclass(frozen=True)
@@ -227,8 +228,7 @@ def measure_costs(
     if unit <= 0:
         raise ValueError(f"the target's one-token pass must take > 0 s, got {unit!r} s")
     curves = tuple(
-        (t.dense() if isinstance(t, PassTiming) else np.array([t])) / unit
-        for t in timings.values()
+        (t.dense() if isinstance(t, PassTiming) else np.array([t])) / unit for t in timings.values()
     )
     return Costs(timings, curves, len(full), repeats, warmup)
 
@@ -247,8 +247,12 @@ def assemble_model_set(
     meta = {
         "source": "realrun.measure",
         "acceptance": "teacher-forced on the target's continuations"
-        + (" (greedy)" if decoding.greedy else f" (sampling T={decoding.temperature:g}, "
-           f"top_p={decoding.top_p:g}; 1 - TV with lenience)"),
+        + (
+            " (greedy)"
+            if decoding.greedy
+            else f" (sampling T={decoding.temperature:g}, "
+            f"top_p={decoding.top_p:g}; 1 - TV with lenience)"
+        ),
         "decoding": {"temperature": decoding.temperature, "top_p": decoding.top_p},
         "prompts": len(acceptance.contexts),
         "positions": sum(len(c) for _, c in acceptance.contexts),
@@ -257,8 +261,10 @@ def assemble_model_set(
         "seconds of the target's one-token pass (mean of repeats, m on a grid, linear in "
         "between); Max-Gram: seconds per proposed token",
         "target_one_token_pass_s": costs.target_pass_seconds,
-        "timing": {name: (t.to_dict() if isinstance(t, PassTiming) else {"seconds_per_token": t})
-                   for name, t in costs.timings.items()},
+        "timing": {
+            name: (t.to_dict() if isinstance(t, PassTiming) else {"seconds_per_token": t})
+            for name, t in costs.timings.items()
+        },
         "timing_context_tokens": costs.context_tokens,
         "repeats": costs.repeats,
         "warmup": costs.warmup,
@@ -341,9 +347,23 @@ def measure(
     max_new_tokens = validate.count("max_new_tokens", max_new_tokens, minimum=1)
     max_m = validate.count("max_m", max_m, minimum=1)
     decoding = Decoding() if decoding is None else decoding
-    acceptance = measure_acceptance(models, prompts, max_new_tokens=max_new_tokens,
-                                    leniences=leniences, decoding=decoding,
-                                    eos_token_id=eos_token_id, seed=seed, progress=progress)
-    costs = measure_costs(models, acceptance.typical_context(), max_m=max_m, repeats=repeats,
-                          warmup=warmup, seed=seed, progress=progress)
+    acceptance = measure_acceptance(
+        models,
+        prompts,
+        max_new_tokens=max_new_tokens,
+        leniences=leniences,
+        decoding=decoding,
+        eos_token_id=eos_token_id,
+        seed=seed,
+        progress=progress,
+    )
+    costs = measure_costs(
+        models,
+        acceptance.typical_context(),
+        max_m=max_m,
+        repeats=repeats,
+        warmup=warmup,
+        seed=seed,
+        progress=progress,
+    )
     return assemble_model_set(names, acceptance, costs, max_position=max_position)

@@ -89,9 +89,16 @@ class Family:
         return [m.name for m in self.chain if isinstance(m, HFTokenModel)]
 
 
-def load_family(sources: Sequence[str], *, mag: bool = False, bigram: str | None = None,
-                device: str = "auto", dtype: str = "auto",
-                names: Sequence[str] | None = None, backend: str = "transformers") -> Family:
+def load_family(
+    sources: Sequence[str],
+    *,
+    mag: bool = False,
+    bigram: str | None = None,
+    device: str = "auto",
+    dtype: str = "auto",
+    names: Sequence[str] | None = None,
+    backend: str = "transformers",
+) -> Family:
     """Load ``sources`` (target first; hub ids in the local cache, directories or ``.gguf``;
     ``backend="llama.cpp"``: ``.gguf`` files only, weights as stored, ``dtype="auto"``),
     check they share one vocabulary, and append Max-Gram when ``mag`` (bigram fallback from
@@ -111,9 +118,10 @@ def load_family(sources: Sequence[str], *, mag: bool = False, bigram: str | None
         chain: list[TokenModel | Proposer] = list(loaded)
         dtype_name, device_name = f"gguf:{loaded[0].file_type}", "cpu"
     else:
-        loaded = [load_model(s, device=device, dtype=dtype,
-                             name=None if names is None else names[i])
-                  for i, s in enumerate(sources)]
+        loaded = [
+            load_model(s, device=device, dtype=dtype, name=None if names is None else names[i])
+            for i, s in enumerate(sources)
+        ]
         check_shared_vocabulary({m.name: m.tokenizer for m in loaded})
         tokenizer = loaded[0].tokenizer
         chain = [HFTokenModel(m.model, m.name) for m in loaded]
@@ -123,12 +131,18 @@ def load_family(sources: Sequence[str], *, mag: bool = False, bigram: str | None
         raise ValueError(f"models must be distinct, got names {[m.name for m in loaded]}")
     widths = {m.vocab_size for m in loaded}
     if len(widths) != 1:
-        raise ValueError("models share a tokenizer but not the logit width: "
-                         + ", ".join(f"{m.name}={m.vocab_size}" for m in loaded))
+        raise ValueError(
+            "models share a tokenizer but not the logit width: "
+            + ", ".join(f"{m.name}={m.vocab_size}" for m in loaded)
+        )
     if mag:
-        table = (BigramTable.load(bigram, tokenizer) if bigram else
-                 BigramTable.from_corpus([p.text for p in load_prompts("all")], tokenizer,
-                                         vocab_size=loaded[0].vocab_size))
+        table = (
+            BigramTable.load(bigram, tokenizer)
+            if bigram
+            else BigramTable.from_corpus(
+                [p.text for p in load_prompts("all")], tokenizer, vocab_size=loaded[0].vocab_size
+            )
+        )
         chain.append(MaxGram(table))
     if len(chain) < 2:
         raise ValueError("give at least two models (target and a drafter), or one and --mag")
@@ -143,17 +157,20 @@ def set_threads(family: Family, threads: int) -> None:
             m.set_threads(threads)
 
 
-def split_prompts(prompts: str, measure_prompts: int, limit: int | None, *,
-                  held_out: bool = True) -> tuple[list[Prompt], list[Prompt]]:
+def split_prompts(
+    prompts: str, measure_prompts: int, limit: int | None, *, held_out: bool = True
+) -> tuple[list[Prompt], list[Prompt]]:
     """(measuring split, held-out split): the first ``measure_prompts`` prompts of the set,
     then the next ``limit`` (all remaining when None); with ``held_out`` the held-out split
     must be non-empty."""
     k = validate.count("measure_prompts", measure_prompts, minimum=1)
     every = load_prompts(prompts)
-    held = every[k:] if limit is None else every[k:k + validate.count("limit", limit, minimum=1)]
+    held = every[k:] if limit is None else every[k : k + validate.count("limit", limit, minimum=1)]
     if held_out and not held:
-        raise ValueError(f"the prompt set {prompts!r} has {len(every)} prompts: none is left "
-                         f"for the held-out split after the {k} measuring prompts")
+        raise ValueError(
+            f"the prompt set {prompts!r} has {len(every)} prompts: none is left "
+            f"for the held-out split after the {k} measuring prompts"
+        )
     return every[:k], held
 
 
@@ -174,11 +191,15 @@ class NumericsTrial:
         return max(self.recommendation.ewif, 1.0) / self.target_pass_s
 
     def to_dict(self) -> dict:
-        return {"dtype": self.dtype, "threads": self.threads,
-                "target_one_token_pass_s": self.target_pass_s,
-                "batch_invariance": self.invariance.to_dict(),
-                "recommendation": recommendation_record(self.recommendation),
-                "predicted_tokens_per_s": self.predicted_tokens_per_s, "eligible": self.eligible}
+        return {
+            "dtype": self.dtype,
+            "threads": self.threads,
+            "target_one_token_pass_s": self.target_pass_s,
+            "batch_invariance": self.invariance.to_dict(),
+            "recommendation": recommendation_record(self.recommendation),
+            "predicted_tokens_per_s": self.predicted_tokens_per_s,
+            "eligible": self.eligible,
+        }
 
 
 @dataclass
@@ -207,47 +228,103 @@ def cpu_description() -> dict:
                     break
     except OSError:
         pass
-    return {"model": model, "cores": os.cpu_count(),
-            "flags": [f for f in _CPU_FLAGS if f in flags],
-            "torch_cpu_capability": torch.backends.cpu.get_cpu_capability(),
-            "torch": torch.__version__}
+    return {
+        "model": model,
+        "cores": os.cpu_count(),
+        "flags": [f for f in _CPU_FLAGS if f in flags],
+        "torch_cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        "torch": torch.__version__,
+    }
 
 
-def _measure_family(family: Family, measuring: list[list[int]], *, threads: Sequence[int],
-                    max_new_tokens: int, leniences: Sequence[float], decoding: Decoding,
-                    max_m: int, k_max: int, repeats: int, warmup: int, min_agreement: float,
-                    invariance_positions: int, progress: bool
-                    ) -> list[tuple[NumericsTrial, ModelSet]]:
+def _measure_family(
+    family: Family,
+    measuring: list[list[int]],
+    *,
+    threads: Sequence[int],
+    max_new_tokens: int,
+    leniences: Sequence[float],
+    decoding: Decoding,
+    max_m: int,
+    k_max: int,
+    repeats: int,
+    warmup: int,
+    min_agreement: float,
+    invariance_positions: int,
+    progress: bool,
+) -> list[tuple[NumericsTrial, ModelSet]]:
     """α once, then per thread count the cost curves, batch invariance and recommendation."""
     names = check_models(family.chain)
     eos = family.tokenizer.eos_token_id
     set_threads(family, max(threads))
-    acceptance = measure_acceptance(family.chain, measuring, max_new_tokens=max_new_tokens,
-                                    leniences=leniences, decoding=decoding, eos_token_id=eos,
-                                    progress=progress)
+    acceptance = measure_acceptance(
+        family.chain,
+        measuring,
+        max_new_tokens=max_new_tokens,
+        leniences=leniences,
+        decoding=decoding,
+        eos_token_id=eos,
+        progress=progress,
+    )
     out = []
     for t in threads:
         set_threads(family, t)
-        costs = measure_costs(family.chain, acceptance.typical_context(), max_m=max_m,
-                              repeats=repeats, warmup=warmup, progress=progress)
-        invariance = batch_invariance(family.chain[0], acceptance.contexts, m=4,
-                                      max_positions=invariance_positions)
-        model_set = assemble_model_set(names, acceptance, costs, metadata={
-            "dtype": family.dtype, "threads": t, "batch_invariance": invariance.to_dict()})
+        costs = measure_costs(
+            family.chain,
+            acceptance.typical_context(),
+            max_m=max_m,
+            repeats=repeats,
+            warmup=warmup,
+            progress=progress,
+        )
+        invariance = batch_invariance(
+            family.chain[0], acceptance.contexts, m=4, max_positions=invariance_positions
+        )
+        model_set = assemble_model_set(
+            names,
+            acceptance,
+            costs,
+            metadata={
+                "dtype": family.dtype,
+                "threads": t,
+                "batch_invariance": invariance.to_dict(),
+            },
+        )
         rec = recommend(model_set, k_max=k_max)
-        trial = NumericsTrial(family.dtype, t, costs.target_pass_seconds, invariance, rec,
-                              invariance.rate >= min_agreement)
+        trial = NumericsTrial(
+            family.dtype,
+            t,
+            costs.target_pass_seconds,
+            invariance,
+            rec,
+            invariance.rate >= min_agreement,
+        )
         out.append((trial, model_set))
     return out
 
 
-def measure_numerics(sources: Sequence[str], measuring: list[Prompt], *, mag: bool,
-                     bigram: str | None, device: str, dtype: str, threads: int | str,
-                     max_new_tokens: int, leniences: Sequence[float], decoding: Decoding,
-                     k_max: int, max_m: int | None = None, repeats: int = 5, warmup: int = 1,
-                     min_agreement: float = 0.99, invariance_positions: int = 48,
-                     names: Sequence[str] | None = None, progress: bool = True,
-                     backend: str = "transformers") -> Measured:
+def measure_numerics(
+    sources: Sequence[str],
+    measuring: list[Prompt],
+    *,
+    mag: bool,
+    bigram: str | None,
+    device: str,
+    dtype: str,
+    threads: int | str,
+    max_new_tokens: int,
+    leniences: Sequence[float],
+    decoding: Decoding,
+    k_max: int,
+    max_m: int | None = None,
+    repeats: int = 5,
+    warmup: int = 1,
+    min_agreement: float = 0.99,
+    invariance_positions: int = 48,
+    names: Sequence[str] | None = None,
+    progress: bool = True,
+    backend: str = "transformers",
+) -> Measured:
     """Measure the family on the measuring split, choosing dtype and threads when ``"auto"``
     on a CPU (module docstring; the llama.cpp backend has one dtype, the GGUF's own, and
     runs on the CPU); returns the family loaded in the chosen numerics."""
@@ -259,20 +336,31 @@ def measure_numerics(sources: Sequence[str], measuring: list[Prompt], *, mag: bo
         counts = tuple(range(1, cores + 1)) if on_cpu else (torch.get_num_threads(),)
     else:
         counts = (validate.count("threads", threads, minimum=1),)
-    dtypes = CPU_DTYPES if (dtype == "auto" and on_cpu and backend == "transformers") else (
-        dtype,)
+    dtypes = CPU_DTYPES if (dtype == "auto" and on_cpu and backend == "transformers") else (dtype,)
     best: tuple[NumericsTrial, ModelSet, Family] | None = None
     trials: list[NumericsTrial] = []
-    for name in tqdm(dtypes, desc="numerics", unit="dtype", disable=not progress or
-                     len(dtypes) == 1):
-        family = load_family(sources, mag=mag, bigram=bigram, device=device, dtype=name,
-                             names=names, backend=backend)
+    for name in tqdm(
+        dtypes, desc="numerics", unit="dtype", disable=not progress or len(dtypes) == 1
+    ):
+        family = load_family(
+            sources, mag=mag, bigram=bigram, device=device, dtype=name, names=names, backend=backend
+        )
         ids = [encode(p, family.tokenizer) for p in measuring]
         for trial, model_set in _measure_family(
-                family, ids, threads=counts, max_new_tokens=max_new_tokens, leniences=leniences,
-                decoding=decoding, max_m=max_m, k_max=k_max, repeats=repeats, warmup=warmup,
-                min_agreement=min_agreement, invariance_positions=invariance_positions,
-                progress=progress):
+            family,
+            ids,
+            threads=counts,
+            max_new_tokens=max_new_tokens,
+            leniences=leniences,
+            decoding=decoding,
+            max_m=max_m,
+            k_max=k_max,
+            repeats=repeats,
+            warmup=warmup,
+            min_agreement=min_agreement,
+            invariance_positions=invariance_positions,
+            progress=progress,
+        ):
             trials.append(trial)
             if best is None or _better(trial, best[0]):
                 best = (trial, model_set, family)
@@ -283,11 +371,15 @@ def measure_numerics(sources: Sequence[str], measuring: list[Prompt], *, mag: bo
     set_threads(family, trial.threads)
     if len(trials) == 1:
         trials = []
-    meta = {**model_set.metadata, "numerics_trials": [t.to_dict() for t in trials],
-            "numerics_choice": "given" if not trials else
-            "highest predicted tokens/s among dtypes with batch-invariance agreement >= "
-            f"{min_agreement:g}" + ("" if trial.eligible else
-                                    " (none eligible: highest agreement taken)")}
+    meta = {
+        **model_set.metadata,
+        "numerics_trials": [t.to_dict() for t in trials],
+        "numerics_choice": "given"
+        if not trials
+        else "highest predicted tokens/s among dtypes with batch-invariance agreement >= "
+        f"{min_agreement:g}"
+        + ("" if trial.eligible else " (none eligible: highest agreement taken)"),
+    }
     return Measured(family, replace(model_set, metadata=meta), trials, trial.threads)
 
 
@@ -332,21 +424,44 @@ def realrun(
     decoding = Decoding() if decoding is None else decoding
     measuring, held = split_prompts(prompts, measure_prompts, limit)
     if model_set is None:
-        measured = measure_numerics(sources, measuring, mag=mag, bigram=bigram, device=device,
-                                    dtype=dtype, threads=threads, max_new_tokens=max_new_tokens,
-                                    leniences=leniences, decoding=decoding, k_max=k_max,
-                                    names=names, progress=progress, backend=backend)
+        measured = measure_numerics(
+            sources,
+            measuring,
+            mag=mag,
+            bigram=bigram,
+            device=device,
+            dtype=dtype,
+            threads=threads,
+            max_new_tokens=max_new_tokens,
+            leniences=leniences,
+            decoding=decoding,
+            k_max=k_max,
+            names=names,
+            progress=progress,
+            backend=backend,
+        )
         family, model_set = measured.family, measured.model_set
     else:
         if dtype == "auto" or threads == "auto":
-            raise ValueError("a pre-measured model set needs the numerics it was measured with: "
-                             "give dtype and threads (--dtype, --threads) explicitly")
-        family = load_family(sources, mag=mag, bigram=bigram, device=device, dtype=dtype,
-                             names=names, backend=backend)
+            raise ValueError(
+                "a pre-measured model set needs the numerics it was measured with: "
+                "give dtype and threads (--dtype, --threads) explicitly"
+            )
+        family = load_family(
+            sources,
+            mag=mag,
+            bigram=bigram,
+            device=device,
+            dtype=dtype,
+            names=names,
+            backend=backend,
+        )
         set_threads(family, validate.count("threads", threads, minimum=1))
         if tuple(model_set.models) != tuple(family.names):
-            raise ValueError(f"the model set describes models {list(model_set.models)}, but "
-                             f"the run loaded {family.names}")
+            raise ValueError(
+                f"the model set describes models {list(model_set.models)}, but "
+                f"the run loaded {family.names}"
+            )
     rec = None
     if K is not None:
         csd = given_cascade(family.names, K, lenience, model_set)
@@ -361,40 +476,56 @@ def realrun(
     if not decoding.greedy or family.backend != "transformers":
         methods = [m for m in methods if not m.kind.startswith("hf-")]
     ids = [encode(p, family.tokenizer) for p in held]
-    results = run(methods, {m.name: m for m in family.chain}, ids, model_set=model_set,
-                  max_new_tokens=max_new_tokens, eos_token_id=family.tokenizer.eos_token_id,
-                  decoding=decoding, device=f"{family.device} ({family.dtype}, "
-                  f"{torch.get_num_threads()} threads)",
-                  family=family_label or " > ".join(family.names), progress=progress)
-    meta = {**results.metadata,
-            "measuring_prompt_ids": [p.id for p in measuring],
-            "held_out_prompt_ids": [p.id for p in held[: results.prompts]],
-            "dtype": family.dtype, "threads": torch.get_num_threads(),
-            "backend": family.backend,
-            "cpu": cpu_description(),
-            "median_prediction_error": median_prediction_error(results)}
+    results = run(
+        methods,
+        {m.name: m for m in family.chain},
+        ids,
+        model_set=model_set,
+        max_new_tokens=max_new_tokens,
+        eos_token_id=family.tokenizer.eos_token_id,
+        decoding=decoding,
+        device=f"{family.device} ({family.dtype}, {torch.get_num_threads()} threads)",
+        family=family_label or " > ".join(family.names),
+        progress=progress,
+    )
+    meta = {
+        **results.metadata,
+        "measuring_prompt_ids": [p.id for p in measuring],
+        "held_out_prompt_ids": [p.id for p in held[: results.prompts]],
+        "dtype": family.dtype,
+        "threads": torch.get_num_threads(),
+        "backend": family.backend,
+        "cpu": cpu_description(),
+        "median_prediction_error": median_prediction_error(results),
+    }
     if rec is not None:
         meta["recommendation"] = recommendation_record(rec)
     return replace(results, metadata=meta)
 
 
-def given_cascade(names: Sequence[str], K: object, lenience: float,
-                  model_set: ModelSet) -> Method:
+def given_cascade(names: Sequence[str], K: object, lenience: float, model_set: ModelSet) -> Method:
     """The csd :class:`Method` of a user-given ``K`` over all ``names`` at ``lenience``."""
-    method = cascade_method(f"CSD {np.asarray(K).tolist()} l={lenience:g}", "csd", names, K,
-                            lenience)
+    method = cascade_method(
+        f"CSD {np.asarray(K).tolist()} l={lenience:g}", "csd", names, K, lenience
+    )
     if lenience != 1.0 and not any(any(row) for row in method.K[1:]):
         raise ValueError(
             f"lenience {lenience:g} would apply at the target, the only reviewer of this K; "
-            "lenience is allowed only where a drafter reviews (it would change the output)")
+            "lenience is allowed only where a drafter reviews (it would change the output)"
+        )
     if lenience not in model_set.alpha:
-        raise ValueError(f"lenience {lenience:g} was not measured; the model set has "
-                         f"{', '.join(f'{x:g}' for x in model_set.leniences)}")
+        raise ValueError(
+            f"lenience {lenience:g} was not measured; the model set has "
+            f"{', '.join(f'{x:g}' for x in model_set.leniences)}"
+        )
     return method
 
 
 def median_prediction_error(results: Results) -> float | None:
     """Median over sd/csd methods of ``|predicted/measured − 1|`` (None without any)."""
-    errors = [m.prediction_error for m in results.methods
-              if m.kind in ("sd", "csd") and m.prediction_error is not None]
+    errors = [
+        m.prediction_error
+        for m in results.methods
+        if m.kind in ("sd", "csd") and m.prediction_error is not None
+    ]
     return float(np.median(errors)) if errors else None

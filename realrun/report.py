@@ -16,12 +16,16 @@ def _f(value: float | None, spec: str = ".3f") -> str:
 def format_results(results: Results) -> str:
     """One row per method: tokens/s, speed-up vs AR, ewif prediction, |pred/meas − 1|, SWI,
     mean accepted length (bonus included); then acceptance by position of sd/csd methods."""
-    head = (f"{results.family} on {results.device}: {results.prompts} prompts, "
-            f"max_new_tokens={results.max_new_tokens}, temperature="
-            f"{results.decoding['temperature']:g}, top_p={results.decoding['top_p']:g}")
+    head = (
+        f"{results.family} on {results.device}: {results.prompts} prompts, "
+        f"max_new_tokens={results.max_new_tokens}, temperature="
+        f"{results.decoding['temperature']:g}, top_p={results.decoding['top_p']:g}"
+    )
     width = max(len(m.name) for m in results.methods)
-    rows = [head, f"{'method':<{width}}  tokens/s  speedup  predicted  |pred/meas-1|    SWI"
-                  "  accepted/step"]
+    rows = [
+        head,
+        f"{'method':<{width}}  tokens/s  speedup  predicted  |pred/meas-1|    SWI  accepted/step",
+    ]
     for m in results.methods:
         err = m.prediction_error
         rows.append(
@@ -37,28 +41,37 @@ def format_results(results: Results) -> str:
             rows.append(f"P(position i accepted), {m.name}: measured {meas}")
             if "predicted" in curves:
                 pred = " ".join(f"{v:.2f}" for v in curves["predicted"][:shown])
-                rows.append(f"{'':>{len('P(position i accepted), ') + len(m.name)}}"
-                            f"  ewif     {pred}")
+                rows.append(
+                    f"{'':>{len('P(position i accepted), ') + len(m.name)}}  ewif     {pred}"
+                )
     t0 = results.metadata.get("model_set", {}).get("metadata", {}).get("target_one_token_pass_s")
     ar = next((m for m in results.methods if m.kind == "autoregressive"), None)
     if t0 and ar is not None:
-        rows.append(f"AR measured {ar.tokens_per_s:.3f} tokens/s; the measured one-token pass "
-                    f"of the target ({1000 * t0:.1f} ms) predicts {1 / t0:.3f} tokens/s")
+        rows.append(
+            f"AR measured {ar.tokens_per_s:.3f} tokens/s; the measured one-token pass "
+            f"of the target ({1000 * t0:.1f} ms) predicts {1 / t0:.3f} tokens/s"
+        )
     for name, v in results.metadata.get("prediction_with_run_acceptance", {}).items():
-        rows.append(f"{name}: with the run's own acceptance rates ewif predicts "
-                    f"{v['ewif']:.3f} (|pred/meas-1| = {100 * v['error']:.1f}%: the cost model "
-                    "alone)")
+        rows.append(
+            f"{name}: with the run's own acceptance rates ewif predicts "
+            f"{v['ewif']:.3f} (|pred/meas-1| = {100 * v['error']:.1f}%: the cost model "
+            "alone)"
+        )
     ms_meta = results.metadata.get("model_set", {})
-    target, unit = (ms_meta.get("models") or [None])[0], (ms_meta.get("metadata") or {}).get(
-        "target_one_token_pass_s")
+    target, unit = (
+        (ms_meta.get("models") or [None])[0],
+        (ms_meta.get("metadata") or {}).get("target_one_token_pass_s"),
+    )
     curve = (ms_meta.get("cost_curve") or [None])[0]
     for name, models in results.metadata.get("in_run_pass_seconds", {}).items():
         sizes = sorted(models.get(target, {}).items(), key=lambda kv: -kv[1]["passes"])[:3]
         if not sizes or not unit or curve is None:
             continue
-        parts = [f"m={size} {1000 * v['median_s']:.1f} ms (measured "
-                 f"{1000 * unit * curve[min(int(size), len(curve)) - 1]:.1f})"
-                 for size, v in sizes]
+        parts = [
+            f"m={size} {1000 * v['median_s']:.1f} ms (measured "
+            f"{1000 * unit * curve[min(int(size), len(curve)) - 1]:.1f})"
+            for size, v in sizes
+        ]
         rows.append(f"{name}: target passes in the run, median: " + ", ".join(parts))
     rows.extend(wall_time_lines(results.metadata.get("wall_time_split", {})))
     median = results.metadata.get("median_prediction_error")
@@ -70,12 +83,16 @@ def format_results(results: Results) -> str:
         rows.extend(explain.review_lines(rec["review_sizes"]))
     diff = results.metadata.get("outputs_differing_from_AR")
     if diff:
-        rows.append("prompts whose output differs from AR: "
-                    + ", ".join(f"{k}={v}" for k, v in diff.items()))
+        rows.append(
+            "prompts whose output differs from AR: "
+            + ", ".join(f"{k}={v}" for k, v in diff.items())
+        )
     for d in results.metadata.get("divergences", []):
         gap = "-" if d["logit_gap"] is None else f"{d['logit_gap']:.4g}"
-        rows.append(f"  {d['method']}: prompt {d['prompt']} first differs at token {d['position']}"
-                    f" (AR {d['ar_token']}, method {d['method_token']}; target logit gap {gap})")
+        rows.append(
+            f"  {d['method']}: prompt {d['prompt']} first differs at token {d['position']}"
+            f" (AR {d['ar_token']}, method {d['method_token']}; target logit gap {gap})"
+        )
     if results.metadata.get("interrupted"):
         rows.append("(interrupted: partial results over the prompts finished)")
     return "\n".join(rows)
@@ -87,17 +104,26 @@ def wall_time_lines(split: dict) -> list[str]:
     rows = []
     for name, b in split.items():
         wall = b["wall_s"]
-        share = {"passes": b["pass_s"], "call overhead": sum(b["call_overhead_s"].values()),
-                 "proposers": sum(b["proposer_s"].values()), "decoder": b["decoder_s"],
-                 "residual": b["residual_s"]}
+        share = {
+            "passes": b["pass_s"],
+            "call overhead": sum(b["call_overhead_s"].values()),
+            "proposers": sum(b["proposer_s"].values()),
+            "decoder": b["decoder_s"],
+            "residual": b["residual_s"],
+        }
         parts = ", ".join(f"{k} {100 * v / wall:.1f}%" for k, v in share.items()) if wall else ""
         flag = "  (residual above 3%: unexplained wall time)" if b["flagged"] else ""
         rows.append(f"{name}: wall {wall:.2f} s = {parts}{flag}")
         for model, by_m in b["passes"].items():
             top = sorted(by_m.items(), key=lambda kv: -kv[1]["count"])[:3]
-            rows.append(f"  {model} passes: " + ", ".join(
-                f"m={m} ×{v['count']} mean {1000 * v['mean_s']:.1f} ms (median "
-                f"{1000 * v['median_s']:.1f}, p90 {1000 * v['p90_s']:.1f})" for m, v in top))
+            rows.append(
+                f"  {model} passes: "
+                + ", ".join(
+                    f"m={m} ×{v['count']} mean {1000 * v['mean_s']:.1f} ms (median "
+                    f"{1000 * v['median_s']:.1f}, p90 {1000 * v['p90_s']:.1f})"
+                    for m, v in top
+                )
+            )
     return rows
 
 
@@ -119,8 +145,11 @@ def format_model_set(model_set: ModelSet) -> str:
             rows.append(f"{n:<{width}}  {c:.4f} {t:.4f}")
     for lenience in model_set.leniences:
         mat = model_set.alpha[lenience]
-        pairs = [f"{names[r]}<-{names[j]} {mat[r, j]:.3f}"
-                 for r in range(len(names)) for j in range(r + 1, len(names))
-                 if not np.isnan(mat[r, j])]
+        pairs = [
+            f"{names[r]}<-{names[j]} {mat[r, j]:.3f}"
+            for r in range(len(names))
+            for j in range(r + 1, len(names))
+            if not np.isnan(mat[r, j])
+        ]
         rows.append(f"alpha (lenience {lenience:g}): " + ", ".join(pairs))
     return "\n".join(rows)

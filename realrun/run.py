@@ -98,12 +98,14 @@ class Method:
         return out
 
 
-def cascade_method(name: str, kind: str, models: Sequence[str], K: object,
-                   lenience: float = 1.0) -> Method:
+def cascade_method(
+    name: str, kind: str, models: Sequence[str], K: object, lenience: float = 1.0
+) -> Method:
     """An sd/csd :class:`Method` with K checked (:func:`ewif.validate.budget_matrix`)."""
     arr = validate.budget_matrix("K", K, len(models) - 1)
-    return Method(name, kind, tuple(models), tuple(tuple(int(v) for v in r) for r in arr),
-                  float(lenience))
+    return Method(
+        name, kind, tuple(models), tuple(tuple(int(v) for v in r) for r in arr), float(lenience)
+    )
 
 
 def recommended_method(rec: Recommendation) -> Method:
@@ -119,38 +121,64 @@ def recommendation_record(rec: Recommendation) -> dict:
     """What a results file keeps of a recommendation: the decision, the configuration by its
     method name, its exact EWIF, a one-line statement and the review sizes it uses."""
     method = recommended_method(rec)
-    describe = (f"recommended: {method.name} at {rec.ewif:.3f}x (ewif)"
-                if rec.decision == "speculative" else
-                explain.autoregressive_line(method.name, rec.ewif))
-    return {"decision": rec.decision, "best_speculative": method.name, "config": method.config,
-            "predicted_ewif": rec.ewif, "describe": describe,
-            "review_sizes": explain.review_sizes(rec.cascade())}
+    describe = (
+        f"recommended: {method.name} at {rec.ewif:.3f}x (ewif)"
+        if rec.decision == "speculative"
+        else explain.autoregressive_line(method.name, rec.ewif)
+    )
+    return {
+        "decision": rec.decision,
+        "best_speculative": method.name,
+        "config": method.config,
+        "predicted_ewif": rec.ewif,
+        "describe": describe,
+        "review_sizes": explain.review_sizes(rec.cascade()),
+    }
 
 
 def best_sd_method(model_set: ModelSet, drafter: str, k_max: int = 12) -> Method:
     """Plain SD with ``drafter`` at its ewif-optimal ``k ∈ 1..k_max``."""
     target = model_set.models[0]
-    best = optimize(model_set, candidates=(target, drafter), bounds=(1, k_max),
-                    leniences=(1.0,), subsets=False).best
+    best = optimize(
+        model_set, candidates=(target, drafter), bounds=(1, k_max), leniences=(1.0,), subsets=False
+    ).best
     k = int(best.K[0, 0])
     return cascade_method(f"SD {drafter} k={k}", "sd", (target, drafter), [[k]])
 
 
-def default_methods(model_set: ModelSet, neural: Sequence[str], *, csd: Method | None = None,
-                    k_max: int = 12, prompt_lookup_k: int = 10) -> list[Method]:
+def default_methods(
+    model_set: ModelSet,
+    neural: Sequence[str],
+    *,
+    csd: Method | None = None,
+    k_max: int = 12,
+    prompt_lookup_k: int = 10,
+) -> list[Method]:
     """AR, SD with each drafter (best k), the CSD (given or recommended), HF assisted with
     each neural drafter in ``neural``, HF prompt lookup. An SD identical to the CSD (a
     recommendation can be a single drafter) is listed once, as the CSD."""
     target = model_set.models[0]
     csd = csd if csd is not None else recommended_method(recommend(model_set, k_max=k_max))
     methods = [Method("AR", "autoregressive", (target,))]
-    methods += [sd for sd in (best_sd_method(model_set, d, k_max) for d in model_set.models[1:])
-                if (sd.models, sd.K) != (csd.models, csd.K)]  # the CSD may be a plain SD
+    methods += [
+        sd
+        for sd in (best_sd_method(model_set, d, k_max) for d in model_set.models[1:])
+        if (sd.models, sd.K) != (csd.models, csd.K)
+    ]  # the CSD may be a plain SD
     methods.append(csd)
-    methods += [Method(f"HF assisted {d}", "hf-assisted", (target, d))
-                for d in model_set.models[1:] if d in neural]
-    methods.append(Method(f"HF prompt lookup k={prompt_lookup_k}", "hf-prompt-lookup",
-                          (target,), k=prompt_lookup_k))
+    methods += [
+        Method(f"HF assisted {d}", "hf-assisted", (target, d))
+        for d in model_set.models[1:]
+        if d in neural
+    ]
+    methods.append(
+        Method(
+            f"HF prompt lookup k={prompt_lookup_k}",
+            "hf-prompt-lookup",
+            (target,),
+            k=prompt_lookup_k,
+        )
+    )
     return methods
 
 
@@ -199,33 +227,42 @@ def run(
     for m in methods:
         for name in m.models:
             if name not in models:
-                raise ValueError(f"method {m.name!r} uses model {name!r}, which is not loaded; "
-                                 f"loaded: {sorted(models)}")
+                raise ValueError(
+                    f"method {m.name!r} uses model {name!r}, which is not loaded; "
+                    f"loaded: {sorted(models)}"
+                )
             if name not in model_set.models:
-                raise ValueError(f"method {m.name!r} uses model {name!r}, which the model set "
-                                 f"does not describe; it has {list(model_set.models)}")
+                raise ValueError(
+                    f"method {m.name!r} uses model {name!r}, which the model set "
+                    f"does not describe; it has {list(model_set.models)}"
+                )
         if m.kind in ("sd", "csd"):  # K, lenience and measured alphas, before any work
             Cascade.from_model_set(model_set, m.models, np.array(m.K), m.lenience)
         if m.kind.startswith("hf-") and not decoding.greedy:
-            raise ValueError(f"method {m.name!r} ({m.kind}) is run greedy only; "
-                             "use temperature 0 or drop it")
+            raise ValueError(
+                f"method {m.name!r} ({m.kind}) is run greedy only; use temperature 0 or drop it"
+            )
         if m.kind.startswith("hf-"):
             for name in m.models:
                 if not isinstance(models[name], HFTokenModel):
-                    raise ValueError(f"method {m.name!r} needs a transformers model, but "
-                                     f"{name!r} is {type(models[name]).__name__}")
+                    raise ValueError(
+                        f"method {m.name!r} needs a transformers model, but "
+                        f"{name!r} is {type(models[name]).__name__}"
+                    )
     tallies = {m.name: _Tally() for m in methods}
     done = 0
     interrupted = False
-    bar = tqdm(total=len(prompts) * len(methods), desc="csd realrun", unit="run",
-               disable=not progress)
+    bar = tqdm(
+        total=len(prompts) * len(methods), desc="csd realrun", unit="run", disable=not progress
+    )
     try:
         for i, prompt in enumerate(prompts):
-            order = methods[i % len(methods):] + methods[: i % len(methods)]
+            order = methods[i % len(methods) :] + methods[: i % len(methods)]
             partial = {}
             for m in order:
-                partial[m.name] = _run_one(m, models, model_set, prompt, max_new_tokens,
-                                           eos_token_id, decoding, seed + i)
+                partial[m.name] = _run_one(
+                    m, models, model_set, prompt, max_new_tokens, eos_token_id, decoding, seed + i
+                )
                 bar.update(1)
             for name, (tokens, seconds, cost, counted, stats, times) in partial.items():
                 t = tallies[name]
@@ -247,8 +284,9 @@ def run(
         bar.close()
     if done == 0:
         raise KeyboardInterrupt
-    results = _results(methods, tallies, model_set, done, max_new_tokens, decoding, device,
-                       family, interrupted)
+    results = _results(
+        methods, tallies, model_set, done, max_new_tokens, decoding, device, family, interrupted
+    )
     if decoding.greedy and ar_name(methods) is not None:
         target = models[methods[0].models[0]]
         found = divergences(target, prompts[:done], tallies, ar_name(methods))
@@ -261,8 +299,9 @@ def ar_name(methods: Sequence[Method]) -> str | None:
     return next((m.name for m in methods if m.kind == "autoregressive"), None)
 
 
-def divergences(target, prompts: Sequence[list[int]], tallies: Mapping[str, _Tally],
-                ar: str) -> list[dict]:
+def divergences(
+    target, prompts: Sequence[list[int]], tallies: Mapping[str, _Tally], ar: str
+) -> list[dict]:
     """Where a greedy method's output first differs from AR's, with the target's logit gap
     ``z[AR token] − z[method token]`` on AR's prefix (a near-tie has a gap of the order of
     the dtype's rounding; ``None`` when one output ends there)."""
@@ -272,28 +311,52 @@ def divergences(target, prompts: Sequence[list[int]], tallies: Mapping[str, _Tal
         for i, (got, want) in enumerate(zip(tally.outputs, reference, strict=False)):
             if got == want:
                 continue
-            t = next((p for p, (a, b) in enumerate(zip(got, want, strict=False)) if a != b),
-                     min(len(got), len(want)))
+            t = next(
+                (p for p, (a, b) in enumerate(zip(got, want, strict=False)) if a != b),
+                min(len(got), len(want)),
+            )
             gap = None
             if t < min(len(got), len(want)):
                 z = np.asarray(target.logits(prompts[i] + want[:t], 1)[0], dtype=np.float64)
                 gap = float(z[want[t]] - z[got[t]])
-            out.append({"method": name, "prompt": i, "position": t,
-                        "ar_token": want[t] if t < len(want) else None,
-                        "method_token": got[t] if t < len(got) else None, "logit_gap": gap})
+            out.append(
+                {
+                    "method": name,
+                    "prompt": i,
+                    "position": t,
+                    "ar_token": want[t] if t < len(want) else None,
+                    "method_token": got[t] if t < len(got) else None,
+                    "logit_gap": gap,
+                }
+            )
     return out
 
 
-def _run_one(m: Method, models, model_set: ModelSet, prompt: list[int], max_new_tokens: int,
-             eos: int | None, decoding: Decoding, seed: int):
+def _run_one(
+    m: Method,
+    models,
+    model_set: ModelSet,
+    prompt: list[int],
+    max_new_tokens: int,
+    eos: int | None,
+    decoding: Decoding,
+    seed: int,
+):
     """(tokens, seconds, counted standardized cost, {model: passes by size m}, stats or
     None, {model: {m: pass seconds}}) of one method on one prompt."""
     target = models[m.models[0]]
-    if m.kind.startswith("hf-") or (m.kind == "autoregressive" and decoding.greedy
-                                    and isinstance(target, HFTokenModel)):
+    if m.kind.startswith("hf-") or (
+        m.kind == "autoregressive" and decoding.greedy and isinstance(target, HFTokenModel)
+    ):
         assistant = models[m.models[1]].model if m.kind == "hf-assisted" else None
-        g = hf_generate(target.model, prompt, max_new_tokens, eos,
-                        assistant_model=assistant, prompt_lookup_num_tokens=m.k)
+        g = hf_generate(
+            target.model,
+            prompt,
+            max_new_tokens,
+            eos,
+            assistant_model=assistant,
+            prompt_lookup_num_tokens=m.k,
+        )
         return g.tokens, g.seconds, 0.0, {}, None, {}
     chain = [models[name] for name in m.models]
     neural = [x for x in chain if isinstance(x, _COUNTED)]
@@ -329,8 +392,17 @@ def _run_one(m: Method, models, model_set: ModelSet, prompt: list[int], max_new_
     return res.tokens, seconds, cost, counted, res.stats, pass_seconds
 
 
-def _results(methods, tallies, model_set: ModelSet, done: int, max_new_tokens: int,
-             decoding: Decoding, device: str, family: str, interrupted: bool) -> Results:
+def _results(
+    methods,
+    tallies,
+    model_set: ModelSet,
+    done: int,
+    max_new_tokens: int,
+    decoding: Decoding,
+    device: str,
+    family: str,
+    interrupted: bool,
+) -> Results:
     ar = next((m for m in methods if m.kind == "autoregressive"), None)
     ar_out = tallies[ar.name].outputs if ar is not None else None
     unit = model_set.pass_cost.unit  # one AR target token, standardized
@@ -339,8 +411,13 @@ def _results(methods, tallies, model_set: ModelSet, done: int, max_new_tokens: i
         t = tallies[m.name]
         if t.stats is not None and t.stats.call_seconds:
             split[m.name] = books.split(
-                t.seconds, m.models, [name in t.pass_seconds for name in m.models],
-                t.pass_seconds, t.stats.call_seconds, t.stats.decode_seconds).to_dict()
+                t.seconds,
+                m.models,
+                [name in t.pass_seconds for name in m.models],
+                t.pass_seconds,
+                t.stats.call_seconds,
+                t.stats.decode_seconds,
+            ).to_dict()
         tps = t.tokens / t.seconds if t.seconds > 0 else 0.0
         predicted = swi = mal = curves = None
         if m.kind == "autoregressive":
@@ -360,12 +437,21 @@ def _results(methods, tallies, model_set: ModelSet, done: int, max_new_tokens: i
                     }
         if ar_out is not None and decoding.greedy:
             mismatches[m.name] = sum(a != b for a, b in zip(t.outputs, ar_out, strict=True))
-        out.append(MethodResult(
-            name=m.name, kind=m.kind, tokens_per_s=tps, speedup=None,
-            predicted_speedup=predicted, swi=swi, mean_accepted_length=mal,
-            acceptance_by_position=curves, config=m.config, tokens=t.tokens,
-            seconds=t.seconds,
-        ))
+        out.append(
+            MethodResult(
+                name=m.name,
+                kind=m.kind,
+                tokens_per_s=tps,
+                speedup=None,
+                predicted_speedup=predicted,
+                swi=swi,
+                mean_accepted_length=mal,
+                acceptance_by_position=curves,
+                config=m.config,
+                tokens=t.tokens,
+                seconds=t.seconds,
+            )
+        )
     sources = {}
     for m in methods:
         st = tallies[m.name].stats
@@ -377,28 +463,50 @@ def _results(methods, tallies, model_set: ModelSet, done: int, max_new_tokens: i
         "mean_accepted_length": "tokens per target step, bonus token included (vLLM)",
         "outputs_differing_from_AR": mismatches,
         "accepted_token_sources": sources,
-        "counted_passes": {m.name: {k: {"passes": v.total(),
-                                        "positions": sum(s * c for s, c in v.items()),
-                                        "by_m": {str(s): c for s, c in sorted(v.items())}}
-                                    for k, v in tallies[m.name].counted.items()}
-                           for m in methods if tallies[m.name].counted},
+        "counted_passes": {
+            m.name: {
+                k: {
+                    "passes": v.total(),
+                    "positions": sum(s * c for s, c in v.items()),
+                    "by_m": {str(s): c for s, c in sorted(v.items())},
+                }
+                for k, v in tallies[m.name].counted.items()
+            }
+            for m in methods
+            if tallies[m.name].counted
+        },
         "in_run_pass_seconds": {
-            m.name: {model: {str(size): {"passes": len(v), "mean_s": float(np.mean(v)),
-                                         "median_s": float(np.median(v))}
-                             for size, v in sorted(by_m.items())}
-                     for model, by_m in tallies[m.name].pass_seconds.items()}
-            for m in methods if tallies[m.name].pass_seconds},
+            m.name: {
+                model: {
+                    str(size): {
+                        "passes": len(v),
+                        "mean_s": float(np.mean(v)),
+                        "median_s": float(np.median(v)),
+                    }
+                    for size, v in sorted(by_m.items())
+                }
+                for model, by_m in tallies[m.name].pass_seconds.items()
+            }
+            for m in methods
+            if tallies[m.name].pass_seconds
+        },
         "wall_time_split": split,
         "model_set": model_set.to_dict(),
     }
     results = Results(
-        device=device, family=family, prompts=done, max_new_tokens=max_new_tokens,
+        device=device,
+        family=family,
+        prompts=done,
+        max_new_tokens=max_new_tokens,
         decoding={"temperature": decoding.temperature, "top_p": decoding.top_p},
-        methods=with_speedups(out), metadata=metadata,
+        methods=with_speedups(out),
+        metadata=metadata,
     )
     metadata["prediction_with_run_acceptance"] = {
         m.name: {"ewif": in_run[m.name], "error": abs(in_run[m.name] / m.speedup - 1.0)}
-        for m in results.methods if m.name in in_run and m.speedup}
+        for m in results.methods
+        if m.name in in_run and m.speedup
+    }
     return results
 
 
@@ -412,7 +520,14 @@ def ewif_with_run_acceptance(cascade: Cascade, stats: CascadeStats) -> float:
         if reviewed:
             alpha[r, j] = stats.acceptance(r, j)
     curves = None if cascade.cost_curve is None else [np.asarray(c) for c in cascade.cost_curve]
-    return float(Cascade(alpha, cascade.cost, cascade.K,
-                         None if curves is not None else cascade.cost_per_token,
-                         fill=cascade.fill, cost_curve=curves,
-                         catch_up=cascade.catch_up).ewif())
+    return float(
+        Cascade(
+            alpha,
+            cascade.cost,
+            cascade.K,
+            None if curves is not None else cascade.cost_per_token,
+            fill=cascade.fill,
+            cost_curve=curves,
+            catch_up=cascade.catch_up,
+        ).ewif()
+    )

@@ -71,8 +71,10 @@ class PassTiming:
         for size, values in zip(m, samples, strict=True):
             v = np.asarray(values, dtype=float)
             if v.size == 0 or not np.isfinite(v).all() or (v < 0).any():
-                raise ValueError(f"pass times at m = {size} must be a non-empty list of seconds "
-                                 f">= 0, got {list(values)!r}")
+                raise ValueError(
+                    f"pass times at m = {size} must be a non-empty list of seconds "
+                    f">= 0, got {list(values)!r}"
+                )
             means.append(float(v.mean()))
             errors.append(float(v.std(ddof=1) / np.sqrt(v.size)) if v.size > 1 else 0.0)
             medians.append(float(np.median(v)))
@@ -91,8 +93,14 @@ class PassTiming:
         return out
 
 
-def time_passes(model: TokenModel, context: Sequence[int], max_m: int, repeats: int = 5,
-                warmup: int = 1, seed: int = 0) -> PassTiming:
+def time_passes(
+    model: TokenModel,
+    context: Sequence[int],
+    max_m: int,
+    repeats: int = 5,
+    warmup: int = 1,
+    seed: int = 0,
+) -> PassTiming:
     """Mean wall time (and its standard error) of one decoding-like pass of ``model``
     feeding ``m`` fresh tokens after the cached ``context``, for every ``m`` of :func:`grid`
     ``(max_m)`` (module docstring)."""
@@ -126,8 +134,7 @@ def time_passes(model: TokenModel, context: Sequence[int], max_m: int, repeats: 
     return PassTiming.of(ms, [seconds[m] for m in ms])
 
 
-def time_proposer(proposer: Proposer, context: Sequence[int], prompt_length: int,
-                  k: int) -> float:
+def time_proposer(proposer: Proposer, context: Sequence[int], prompt_length: int, k: int) -> float:
     """Seconds per proposed token of ``propose(prefix, prompt_length, k)`` over the prefixes
     of ``context`` after the prompt, walked forward as decoding does (the proposer's
     incremental state updates included)."""

@@ -28,15 +28,19 @@ from transformers import (
 from ewif.results import Results
 
 SPECIALS = ["<unk>", "<bos>", "<eos>", "<pad>"]
-WORDS = SPECIALS + (
-    "the a an of to in is are was be and or not if then so that this it he she they we you "
-    "i one two three four five six seven eight nine ten zero plus minus times equals half "
-    "apples pens books cats dogs boxes coins miles hours days cost costs buys sells has have "
-    "had does tom gives takes more less many much each every total left how what which why answer "
-    "question step first second third next finally therefore because number numbers sum "
-    "product def return print for while list int x y z n = + - * / ( ) : , . ? ! 0 1 2 3 4 5 "
-    "6 7 8 9 red blue green big small old new fast slow run walk eat read write code python"
-).split()
+WORDS = (
+    SPECIALS
+    + (
+        "the a an of to in is are was be and or not if then so that this it he she they we you "
+        "i one two three four five six seven eight nine ten zero plus minus times equals half "
+        "apples pens books cats dogs boxes coins miles hours days cost costs buys sells has have "
+        "had does tom gives takes more less many much each every total left how what which why "
+        "answer "
+        "question step first second third next finally therefore because number numbers sum "
+        "product def return print for while list int x y z n = + - * / ( ) : , . ? ! 0 1 2 3 4 5 "
+        "6 7 8 9 red blue green big small old new fast slow run walk eat read write code python"
+    ).split()
+)
 VOCAB = len(WORDS)
 EOS = WORDS.index("<eos>")
 
@@ -149,13 +153,27 @@ def demo_results(max_new_tokens: int = 12, progress: bool = False) -> Results:
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # toy passes take ~1 ms: more threads only add timing noise
     try:
-        model_set = measure(chain, prompts[:2], max_new_tokens=max_new_tokens,
-                            leniences=(1.0, 3.0), max_m=4, repeats=7, warmup=3,
-                            progress=progress)
+        model_set = measure(
+            chain,
+            prompts[:2],
+            max_new_tokens=max_new_tokens,
+            leniences=(1.0, 3.0),
+            max_m=4,
+            repeats=7,
+            warmup=3,
+            progress=progress,
+        )
         methods = default_methods(model_set, neural=["near", "draft"], k_max=4)
-        return run(methods, family, prompts, model_set=model_set,
-                   max_new_tokens=max_new_tokens, eos_token_id=EOS,
-                   family="tiny random models", progress=progress)
+        return run(
+            methods,
+            family,
+            prompts,
+            model_set=model_set,
+            max_new_tokens=max_new_tokens,
+            eos_token_id=EOS,
+            family="tiny random models",
+            progress=progress,
+        )
     finally:
         torch.set_num_threads(threads)
 

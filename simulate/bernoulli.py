@@ -448,8 +448,13 @@ class SimulationResult:
         """EWIF = ``unit_cost``·ΣT/ΣC with its delta-method interval."""
         t = self.tally
         e = ratio_estimate(
-            t.sum_tokens, t.sum_cost, t.sum_tokens_sq, t.sum_cost_sq, t.sum_tokens_cost,
-            t.trials, level,
+            t.sum_tokens,
+            t.sum_cost,
+            t.sum_tokens_sq,
+            t.sum_cost_sq,
+            t.sum_tokens_cost,
+            t.trials,
+            level,
         )
         u = self.unit_cost
         return Estimate(e.value * u, e.se * u, e.low * u, e.high * u, level)

@@ -194,8 +194,16 @@ def simulate_markov(
     seconds = time.perf_counter() - start
     unit = float(spec.cost[0] + spec.cost_per_token[0])
     return MarkovResult(
-        tally, unit, seed, streams, interrupted, seconds,
-        rho=float(rho), stream_tokens=tokens, stream_cost=cost, steps=done,
+        tally,
+        unit,
+        seed,
+        streams,
+        interrupted,
+        seconds,
+        rho=float(rho),
+        stream_tokens=tokens,
+        stream_cost=cost,
+        steps=done,
     )
 
 

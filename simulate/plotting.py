@@ -33,8 +33,9 @@ KINDS = ("decay", "ewif-vs-k", "landscape", "calibration")
 # ----------------------------------------------------------------------------- sources
 
 
-def model_set(preset: str | None = None, path: str | os.PathLike[str] | None = None
-              ) -> _io.ModelSet:
+def model_set(
+    preset: str | None = None, path: str | os.PathLike[str] | None = None
+) -> _io.ModelSet:
     """The model set of a preset name or a model-set file (default: the default preset);
     :func:`ewif.recommendation.load_model_set` without the label."""
     from ewif.recommendation import load_model_set
@@ -57,8 +58,11 @@ def cascade_for(
         return Cascade.from_model_set(ms, models, None if K is None else np.asarray(K), lenience)
     if models is not None:
         raise ValueError("--models needs --K (the recommendation chooses its own models)")
-    return recommend(ms, leniences=None if lenience is None else [lenience],
-                     hint="give the cascade with --models and --K").cascade()
+    return recommend(
+        ms,
+        leniences=None if lenience is None else [lenience],
+        hint="give the cascade with --models and --K",
+    ).cascade()
 
 
 def ewif_vs_k_inputs(
@@ -73,19 +77,24 @@ def ewif_vs_k_inputs(
         raise ValueError(f"models must be three names (target, drafter 1, drafter 2), got {names}")
     t, d1, d2 = (ms.index(m) for m in names)
     if t != 0 or not t < d1 < d2:
-        raise ValueError(f"models must be the target then two drafters, largest first; got "
-                         f"{list(names)} of {list(ms.models)}")
+        raise ValueError(
+            f"models must be the target then two drafters, largest first; got "
+            f"{list(names)} of {list(ms.models)}"
+        )
     lenience = float(lenience)
     if lenience not in ms.alpha:
-        raise ValueError(f"lenience {lenience:g} is not in the model set; available: "
-                         f"{', '.join(f'{x:g}' for x in ms.leniences)}")
+        raise ValueError(
+            f"lenience {lenience:g} is not in the model set; available: "
+            f"{', '.join(f'{x:g}' for x in ms.leniences)}"
+        )
     a = ms.alpha[lenience]
     if np.isnan(a[t, d1]):
         raise ValueError(f"alpha of {ms.models[t]} reviewing {ms.models[d1]} is not in the set")
-    known = {key: None if np.isnan(v) else float(v)
-             for key, v in (("alpha2", a[t, d2]), ("alpha12", a[d1, d2]))}
-    return {"alpha1": float(a[t, d1]), "c1": float(ms.cost[d1]), "c2": float(ms.cost[d2]),
-            **known}
+    known = {
+        key: None if np.isnan(v) else float(v)
+        for key, v in (("alpha2", a[t, d2]), ("alpha12", a[d1, d2]))
+    }
+    return {"alpha1": float(a[t, d1]), "c1": float(ms.cost[d1]), "c2": float(ms.cost[d2]), **known}
 
 
 def simulated_points(
@@ -105,21 +114,22 @@ def simulated_points(
     trials = validate.count("trials", trials, minimum=2)
     sim = simulate(cascade, trials=trials, seed=seed, progress=progress)
     curve = sim.acceptance_by_position(m, level=level)
-    label = (f"simulated: {sim.trials:,} steps, seed {seed}, Wilson {level:g}"
-             + (" (interrupted)" if sim.interrupted else ""))
+    label = f"simulated: {sim.trials:,} steps, seed {seed}, Wilson {level:g}" + (
+        " (interrupted)" if sim.interrupted else ""
+    )
     return Points(label, curve.p, curve.low, curve.high, sim.trials)
 
 
-def simulation_data(result: Any, cascade: Cascade, *, max_position: int = 12,
-                    level: float = 0.999) -> SimulationData:
+def simulation_data(
+    result: Any, cascade: Cascade, *, max_position: int = 12, level: float = 0.999
+) -> SimulationData:
     """The data of ``csd simulate --plot``: exact vs simulated acceptance by position (with
     Wilson intervals at ``level``) and tokens per target step (exact pmf vs frequencies)."""
     sim = result.acceptance_by_position(max_position, level)
     return SimulationData(
         trials=result.trials,
         exact_curve=np.asarray(cascade.acceptance_by_position(max_position), dtype=float),
-        simulated=Points(f"simulated, Wilson {level:.1%}", sim.p, sim.low, sim.high,
-                         result.trials),
+        simulated=Points(f"simulated, Wilson {level:.1%}", sim.p, sim.low, sim.high, result.trials),
         exact_pmf=np.asarray(cascade.tokens_pgf().coefficients, dtype=float),
         frequencies=np.asarray(result.tokens_distribution(), dtype=float),
     )
@@ -204,11 +214,14 @@ def _from_model_set(ms: _io.ModelSet, pair: tuple[int, int] | None, path: Path):
     if not ms.alpha_by_position:
         raise ValueError(f"{path}: the model set has no alpha_by_position curves")
     if pair is None:
-        pair = next((k for k in sorted(ms.alpha_by_position) if k[0] == 0),
-                    min(ms.alpha_by_position))
+        pair = next(
+            (k for k in sorted(ms.alpha_by_position) if k[0] == 0), min(ms.alpha_by_position)
+        )
     if pair not in ms.alpha_by_position:
-        raise ValueError(f"{path}: no alpha_by_position for pair {pair[0]},{pair[1]}; "
-                         f"the file has {', '.join(f'{r},{j}' for r, j in ms.alpha_by_position)}")
+        raise ValueError(
+            f"{path}: no alpha_by_position for pair {pair[0]},{pair[1]}; "
+            f"the file has {', '.join(f'{r},{j}' for r, j in ms.alpha_by_position)}"
+        )
     key = f"{pair[0]},{pair[1]}"
     trials = (ms.metadata.get("alpha_by_position_trials") or {}).get(key)
     if trials is not None:

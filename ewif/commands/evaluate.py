@@ -14,11 +14,16 @@ HELP = "evaluate the cascade section of a model-set file exactly (EWIF, tokens, 
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("file", metavar="FILE",
-                        help="csd.models/3 (or /2, /1) file with a 'cascade' section")
+    parser.add_argument(
+        "file", metavar="FILE", help="csd.models/3 (or /2, /1) file with a 'cascade' section"
+    )
     parser.add_argument("--fill", choices=("tokens", "rounds"), default="tokens")
-    parser.add_argument("--positions", type=int, default=10,
-                        help="draft positions in the acceptance-by-position curve")
+    parser.add_argument(
+        "--positions",
+        type=int,
+        default=10,
+        help="draft positions in the acceptance-by-position curve",
+    )
     parser.add_argument("--json", action="store_true", help="machine-readable output")
 
 
@@ -37,8 +42,12 @@ def run(args: argparse.Namespace) -> int:
     c = Cascade.from_model_set(ms, fill=args.fill)
     calls, share = c.calls(), c.swi_breakdown()
     out = {
-        "models": list(c.names), "K": c.K.tolist(), "lenience": ms.cascade.lenience,
-        "fill": c.fill, "ewif": c.ewif(), "expected_tokens": c.expected_tokens(),
+        "models": list(c.names),
+        "K": c.K.tolist(),
+        "lenience": ms.cascade.lenience,
+        "fill": c.fill,
+        "ewif": c.ewif(),
+        "expected_tokens": c.expected_tokens(),
         "expected_cost": c.expected_cost(),
         "calls": {m: float(calls[i]) for i, m in enumerate(c.names)},
         "cost_share": {m: float(share[i]) for i, m in enumerate(c.names)},
@@ -50,17 +59,26 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(out, indent=2))
         return 0
-    print(f"{' > '.join(c.names)}  K={c.K.tolist()}  lenience {ms.cascade.lenience:g}  "
-          f"fill={c.fill}")
-    print(f"EWIF {out['ewif']:.4f}   tokens/step {out['expected_tokens']:.4f}   "
-          f"cost/step {out['expected_cost']:.4f}")
+    print(
+        f"{' > '.join(c.names)}  K={c.K.tolist()}  lenience {ms.cascade.lenience:g}  fill={c.fill}"
+    )
+    print(
+        f"EWIF {out['ewif']:.4f}   tokens/step {out['expected_tokens']:.4f}   "
+        f"cost/step {out['expected_cost']:.4f}"
+    )
     if out["decision"] == "autoregressive":
-        print(f"on these costs, decode autoregressively: this configuration reaches "
-              f"{out['ewif']:.4f}x (autoregressive decoding is 1x)")
+        print(
+            f"on these costs, decode autoregressively: this configuration reaches "
+            f"{out['ewif']:.4f}x (autoregressive decoding is 1x)"
+        )
     if out["cost_model"] == "curve":
         print("review sizes (measured pass-cost curves; m = positions per pass):")
         print("\n".join(review_lines(out["review_sizes"])))
-    print(table(["model", "passes/step", "cost share"],
-                [[m, calls[i], f"{share[i] * 100:.1f}%"] for i, m in enumerate(c.names)]))
+    print(
+        table(
+            ["model", "passes/step", "cost share"],
+            [[m, calls[i], f"{share[i] * 100:.1f}%"] for i, m in enumerate(c.names)],
+        )
+    )
     print("P(position i accepted): " + " ".join(f"{p:.3f}" for p in out["acceptance_by_position"]))
     return 0

@@ -22,9 +22,21 @@ def run(args: argparse.Namespace) -> int:
         return 0
     infos = [presets.info(n) for n in presets.names()]
     if args.json:
-        print(json.dumps([{"name": i.name, "title": i.title, "models": list(i.models),
-                           "source": i.source, "default": i.name == presets.DEFAULT}
-                          for i in infos], indent=2))
+        print(
+            json.dumps(
+                [
+                    {
+                        "name": i.name,
+                        "title": i.title,
+                        "models": list(i.models),
+                        "source": i.source,
+                        "default": i.name == presets.DEFAULT,
+                    }
+                    for i in infos
+                ],
+                indent=2,
+            )
+        )
         return 0
     for i in infos:
         star = " (default)" if i.name == presets.DEFAULT else ""

@@ -22,23 +22,40 @@ HELP = "recommend the best cascade (models, K, lenience) for measured or preset 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     src = parser.add_mutually_exclusive_group()
-    src.add_argument("--preset",
-                     help="embedded preset name (see 'csd presets'); default flan-t5-ms")
-    src.add_argument("--from", dest="from_file", metavar="FILE",
-                     help="csd.models/3 (or /2, /1) model-set file (JSON or YAML), e.g. written by "
-                          "realrun")
-    parser.add_argument("--space", choices=("auto", "paper", "full"), default="auto",
-                        help="search space (default: paper when the set is target+2+MaG)")
-    parser.add_argument("--k-max", type=int, default=None,
-                        help="largest budget searched (default 30 paper, 12 full)")
+    src.add_argument(
+        "--preset", help="embedded preset name (see 'csd presets'); default flan-t5-ms"
+    )
+    src.add_argument(
+        "--from",
+        dest="from_file",
+        metavar="FILE",
+        help="csd.models/3 (or /2, /1) model-set file (JSON or YAML), e.g. written by realrun",
+    )
+    parser.add_argument(
+        "--space",
+        choices=("auto", "paper", "full"),
+        default="auto",
+        help="search space (default: paper when the set is target+2+MaG)",
+    )
+    parser.add_argument(
+        "--k-max",
+        type=int,
+        default=None,
+        help="largest budget searched (default 30 paper, 12 full)",
+    )
     parser.add_argument("--mag-block", type=int, default=10, help="MaG budget in the paper space")
-    parser.add_argument("--lenience", type=float, action="append",
-                        help="lenience to try (repeatable; default all in the set)")
+    parser.add_argument(
+        "--lenience",
+        type=float,
+        action="append",
+        help="lenience to try (repeatable; default all in the set)",
+    )
     parser.add_argument("--fill", choices=("tokens", "rounds"), default="tokens")
     parser.add_argument("--top", type=int, default=5, help="rows of the ranked table")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
-    parser.add_argument("--plot", metavar="PATH",
-                        help="write STEM-landscape.SUF and STEM-decay.SUF (png/svg/pdf)")
+    parser.add_argument(
+        "--plot", metavar="PATH", help="write STEM-landscape.SUF and STEM-decay.SUF (png/svg/pdf)"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -52,17 +69,28 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"--top must be an integer >= 1, got {args.top}")
     limits.count("--top", args.top, limits.MAX_TOP, "rows")
     plot_paths = _plot_paths(args.plot) if args.plot else None
-    rec = recommend(ms, space=args.space, k_max=args.k_max, mag_block=args.mag_block,
-                    leniences=args.lenience, fill=args.fill, top=args.top,
-                    hint="lower --k-max or --mag-block, or pass fewer --lenience")
+    rec = recommend(
+        ms,
+        space=args.space,
+        k_max=args.k_max,
+        mag_block=args.mag_block,
+        leniences=args.lenience,
+        fill=args.fill,
+        top=args.top,
+        hint="lower --k-max or --mag-block, or pass fewer --lenience",
+    )
     result, (_, label, k_max) = rec.result, rec.space
     best = result.best
     casc = result.cascade()
     sd = best_sd(ms)
     calls, share = casc.calls(), casc.swi_breakdown()
     where_time = [
-        {"model": m, "passes": float(calls[i]), "cost": float(share[i] * casc.expected_cost()),
-         "share": float(share[i])}
+        {
+            "model": m,
+            "passes": float(calls[i]),
+            "cost": float(share[i] * casc.expected_cost()),
+            "share": float(share[i]),
+        }
         for i, m in enumerate(best.models)
     ]
     out = {
@@ -72,8 +100,8 @@ def run(args: argparse.Namespace) -> int:
         "method": result.method,
         "configurations": result.n_configurations,
         "seconds": result.seconds,
-        "recommended": _cfg(best) | {
-            "expected_tokens": casc.expected_tokens(), "expected_cost": casc.expected_cost()},
+        "recommended": _cfg(best)
+        | {"expected_tokens": casc.expected_tokens(), "expected_cost": casc.expected_cost()},
         "best_sd": _cfg(sd) | {"k": int(sd.K[0, 0])},
         "gain_over_sd": best.ewif / sd.ewif,
         "autoregressive": 1.0,
@@ -101,8 +129,10 @@ def _plot_paths(path: str) -> tuple[Path, Path]:
     from ewif.plotting import style
 
     p = style.output_path(path)
-    return (style.output_path(p.with_name(f"{p.stem}-landscape{p.suffix}")),
-            style.output_path(p.with_name(f"{p.stem}-decay{p.suffix}")))
+    return (
+        style.output_path(p.with_name(f"{p.stem}-landscape{p.suffix}")),
+        style.output_path(p.with_name(f"{p.stem}-decay{p.suffix}")),
+    )
 
 
 def _plots(result, casc, ms, paths, k_max) -> list[Path]:
@@ -112,8 +142,11 @@ def _plots(result, casc, ms, paths, k_max) -> list[Path]:
 
     return [
         draw_landscape(landscape(result, k_max=min(k_max, 30)), paths[0]),
-        draw_decay(compute_decay(casc, max_position=25), paths[1],
-                   title="Acceptance by draft position (target review)"),
+        draw_decay(
+            compute_decay(casc, max_position=25),
+            paths[1],
+            title="Acceptance by draft position (target review)",
+        ),
     ]
 
 
@@ -143,23 +176,38 @@ def _human(out: dict, best, sd) -> str:
         "",
     ]
     if out["cost_model"] == "curve":
-        lines += ["review sizes (measured pass-cost curves; m = positions per pass):",
-                  *review_lines(out["review_sizes"]), ""]
+        lines += [
+            "review sizes (measured pass-cost curves; m = positions per pass):",
+            *review_lines(out["review_sizes"]),
+            "",
+        ]
     lines += [
         "where the time goes (per target step):",
-        table(["model", "passes", "cost", "share"],
-              [[w["model"], w["passes"], w["cost"], f"{w['share'] * 100:.1f}%"]
-               for w in out["where_the_time_goes"]]),
+        table(
+            ["model", "passes", "cost", "share"],
+            [
+                [w["model"], w["passes"], w["cost"], f"{w['share'] * 100:.1f}%"]
+                for w in out["where_the_time_goes"]
+            ],
+        ),
         "",
         "ranked configurations:",
-        table(["rank", "EWIF", "lenience", "K", "models"],
-              [[i + 1, c["ewif"], f"{c['lenience']:g}", json.dumps(c["K"]), " > ".join(c["models"])]
-               for i, c in enumerate(out["table"])]),
+        table(
+            ["rank", "EWIF", "lenience", "K", "models"],
+            [
+                [
+                    i + 1,
+                    c["ewif"],
+                    f"{c['lenience']:g}",
+                    json.dumps(c["K"]),
+                    " > ".join(c["models"]),
+                ]
+                for i, c in enumerate(out["table"])
+            ],
+        ),
     ]
     if out.get("plots"):
         lines += ["", "plots: " + ", ".join(out["plots"])]
     if out["interrupted"]:
         lines += ["", "(interrupted: partial search)"]
     return "\n".join(lines)
-
-

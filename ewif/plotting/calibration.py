@@ -58,17 +58,30 @@ class CalibrationData:
     @property
     def summary(self) -> str:
         """``|predicted/measured − 1|: mean …, max … over N method(s)`` (speculative ones)."""
-        errors = [abs(p.error) for p in self.points
-                  if p.error is not None and p.kind != "autoregressive"]
+        errors = [
+            abs(p.error) for p in self.points if p.error is not None and p.kind != "autoregressive"
+        ]
         if not errors:
             return ""
-        return (f"|predicted/measured − 1|: mean {sum(errors) / len(errors):.1%}, "
-                f"max {max(errors):.1%} over {len(errors)} method(s)")
+        return (
+            f"|predicted/measured − 1|: mean {sum(errors) / len(errors):.1%}, "
+            f"max {max(errors):.1%} over {len(errors)} method(s)"
+        )
 
     def to_dict(self) -> dict[str, Any]:
-        return {"methods": [{"name": p.name, "kind": p.kind, "predicted": p.predicted,
-                             "measured": p.measured, "swi": p.swi, "error": p.error}
-                            for p in self.points]}
+        return {
+            "methods": [
+                {
+                    "name": p.name,
+                    "kind": p.kind,
+                    "predicted": p.predicted,
+                    "measured": p.measured,
+                    "swi": p.swi,
+                    "error": p.error,
+                }
+                for p in self.points
+            ]
+        }
 
 
 def compute_calibration(
@@ -81,8 +94,9 @@ def compute_calibration(
     a prediction and a measured speedup.
     """
     run = _as_results(results)
-    points = [CalibrationPoint(m.name, m.kind, m.predicted_speedup, m.speedup, m.swi)
-              for m in run.methods]
+    points = [
+        CalibrationPoint(m.name, m.kind, m.predicted_speedup, m.speedup, m.swi) for m in run.methods
+    ]
     if not any(p.predicted is not None and p.measured is not None for p in points):
         raise ValueError(
             "results: no method has both predicted_speedup and speedup, nothing to calibrate"
@@ -90,8 +104,9 @@ def compute_calibration(
     return CalibrationData(run.family, run.device, points)
 
 
-def draw_calibration(data: CalibrationData, path: str | os.PathLike[str], *,
-                     title: str | None = None) -> Path:
+def draw_calibration(
+    data: CalibrationData, path: str | os.PathLike[str], *, title: str | None = None
+) -> Path:
     """Draw predicted vs measured speedup (and SWI) of a run to ``path`` (PNG/SVG/PDF)."""
     path = style.output_path(path)
     points = data.points

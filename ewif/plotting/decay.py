@@ -37,6 +37,7 @@ class Points:
 
     def fitted(self, m: int) -> Points:
         """The same points cut or NaN-padded to ``m`` positions."""
+
         def fit(a: np.ndarray) -> np.ndarray:
             out = np.full(m, np.nan)
             out[: min(m, a.size)] = a[:m]
@@ -48,8 +49,13 @@ class Points:
         def listed(a: np.ndarray) -> list[float | None]:
             return [None if np.isnan(v) else float(v) for v in a]
 
-        return {"label": self.label, "trials": self.trials, "p": listed(self.p),
-                "low": listed(self.low), "high": listed(self.high)}
+        return {
+            "label": self.label,
+            "trials": self.trials,
+            "p": listed(self.p),
+            "low": listed(self.low),
+            "high": listed(self.high),
+        }
 
 
 @dataclass(frozen=True)
@@ -68,9 +74,12 @@ class DecayData:
         return np.arange(1, self.exact.size + 1)
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"cascade": self.cascade, "alpha_iid": self.alpha,
-                               "positions": self.positions.tolist(),
-                               "exact": self.exact.tolist()}
+        out: dict[str, Any] = {
+            "cascade": self.cascade,
+            "alpha_iid": self.alpha,
+            "positions": self.positions.tolist(),
+            "exact": self.exact.tolist(),
+        }
         for name in ("simulated", "measured"):
             pts = getattr(self, name)
             if pts is not None:
@@ -92,33 +101,45 @@ def compute_decay(
     :data:`MAX_POSITIONS`), the i.i.d. ``α`` (default: the target's acceptance of the first
     drafter it reviews) and the given points fitted to those positions."""
     first = int(np.flatnonzero(cascade.K[0])[0]) + 1
-    alpha = float(cascade.alpha[0, first]) if alpha is None else validate.probability(
-        "alpha", alpha)
+    alpha = (
+        float(cascade.alpha[0, first]) if alpha is None else validate.probability("alpha", alpha)
+    )
     if max_position is None:
         longest = max(1, int(cascade.tokens_pgf().max_value) - 1)
         max_position = measured.p.size if measured is not None else min(longest, MAX_POSITIONS)
     m = validate.count("max_position", max_position, minimum=1)
     names = " > ".join(cascade.names) if cascade.names else f"target + {cascade.n} drafter(s)"
-    return DecayData(f"{names}, K={cascade.K.tolist()}", cascade.acceptance_by_position(m),
-                     alpha, None if simulated is None else simulated.fitted(m),
-                     None if measured is None else measured.fitted(m))
+    return DecayData(
+        f"{names}, K={cascade.K.tolist()}",
+        cascade.acceptance_by_position(m),
+        alpha,
+        None if simulated is None else simulated.fitted(m),
+        None if measured is None else measured.fitted(m),
+    )
 
 
-def draw_decay(data: DecayData, path: str | os.PathLike[str], *, title: str | None = None
-               ) -> Path:
+def draw_decay(data: DecayData, path: str | os.PathLike[str], *, title: str | None = None) -> Path:
     """Draw ``data`` to ``path`` (PNG/SVG/PDF by suffix): the exact curve, ``α^i`` and the
     points with their intervals as error bars."""
     path = style.output_path(path)
     i = data.positions
-    fig, ax = style.figure(title or f"Acceptance by draft position\n{data.cascade}",
-                           "draft position i (tokens)", "P(position i accepted)")
+    fig, ax = style.figure(
+        title or f"Acceptance by draft position\n{data.cascade}",
+        "draft position i (tokens)",
+        "P(position i accepted)",
+    )
     ax.plot(i, data.exact, label="cascade (exact)", **style.line(0))
     ax.plot(i, data.alpha**i, label=f"i.i.d. α^i, α = {data.alpha:.3g}", **style.line(1))
     for k, pts in enumerate((data.simulated, data.measured)):
         if pts is None:
             continue
-        ax.errorbar(i, pts.p, yerr=[pts.p - pts.low, pts.high - pts.p],
-                    label=f"{pts.label} (interval)", **style.points(k + 2))
+        ax.errorbar(
+            i,
+            pts.p,
+            yerr=[pts.p - pts.low, pts.high - pts.p],
+            label=f"{pts.label} (interval)",
+            **style.points(k + 2),
+        )
     ax.set_ylim(0, 1.02)
     ax.set_xlim(0.5, i.size + 0.5)
     style.finish(ax)

@@ -68,8 +68,12 @@ class Curve:
 
     def to_dict(self) -> dict[str, Any]:
         """The curve's label and optimum (JSON-ready)."""
-        return {"label": self.label, "best_k": self.best_k, "best_ewif": self.best_ewif,
-                "inner": int(self.inner[self.best_index])}
+        return {
+            "label": self.label,
+            "best_k": self.best_k,
+            "best_ewif": self.best_ewif,
+            "inner": int(self.inner[self.best_index]),
+        }
 
 
 def compute_ewif_vs_k(
@@ -141,8 +145,9 @@ def compute_ewif_vs_k(
     return curves
 
 
-def draw_ewif_vs_k(curves: list[Curve], path: str | os.PathLike[str], *,
-                   title: str | None = None) -> Path:
+def draw_ewif_vs_k(
+    curves: list[Curve], path: str | os.PathLike[str], *, title: str | None = None
+) -> Path:
     """Draw EWIF against draft length, each curve's optimum starred, to ``path``."""
     from matplotlib.ticker import MaxNLocator
 

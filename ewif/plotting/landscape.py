@@ -15,8 +15,9 @@ from ewif.landscape import Landscape
 from ewif.plotting import style
 
 
-def draw_landscape(land: Landscape, path: str | os.PathLike[str], *, title: str | None = None
-                   ) -> Path:
+def draw_landscape(
+    land: Landscape, path: str | os.PathLike[str], *, title: str | None = None
+) -> Path:
     """Draw a heat map of ``land.grid`` (EWIF, × autoregressive; computed by
     :func:`ewif.landscape.landscape`) to ``path`` (PNG/SVG/PDF).
 
@@ -43,8 +44,16 @@ def draw_landscape(land: Landscape, path: str | os.PathLike[str], *, title: str 
         ax.clabel(cs, fmt="%.2f", fontsize="x-small")
     i, j = np.unravel_index(np.nanargmax(land.grid), land.grid.shape)
     ax.plot(land.y[j], land.x[i], label=f"grid maximum {land.grid[i, j]:.3f}", **style.optimum(2))
-    ax.plot(cfg.K[r2 - 1, j2 - 1], cfg.K[r1 - 1, j1 - 1], linestyle="none", marker="o",
-            markersize=11, markerfacecolor="none", markeredgecolor="white", markeredgewidth=1.8,
-            label=f"configuration (EWIF {cfg.ewif:.3f})")
+    ax.plot(
+        cfg.K[r2 - 1, j2 - 1],
+        cfg.K[r1 - 1, j1 - 1],
+        linestyle="none",
+        marker="o",
+        markersize=11,
+        markerfacecolor="none",
+        markeredgecolor="white",
+        markeredgewidth=1.8,
+        label=f"configuration (EWIF {cfg.ewif:.3f})",
+    )
     style.finish(ax)
     return style.save(fig, path)

@@ -28,8 +28,9 @@ class SimulationData:
     frequencies: np.ndarray
 
 
-def draw_simulation(data: SimulationData, path: str | os.PathLike[str], *,
-                    title: str | None = None) -> Path:
+def draw_simulation(
+    data: SimulationData, path: str | os.PathLike[str], *, title: str | None = None
+) -> Path:
     """Two panels written to ``path`` (PNG/SVG/PDF by suffix): (a) P(draft position i exists
     and is accepted), exact line and simulated points with their intervals; (b) tokens per
     target step, simulated frequencies as bars and exact probabilities as markers."""
@@ -50,8 +51,9 @@ def draw_simulation(data: SimulationData, path: str | os.PathLike[str], *,
     sim = data.simulated
     ax_a.set_title("(a) P(position i exists and is accepted)", fontsize="medium")
     ax_a.plot(i, data.exact_curve, label="exact (ewif.Cascade)", **style.line(0))
-    ax_a.errorbar(i, sim.p, yerr=[sim.p - sim.low, sim.high - sim.p], label=sim.label,
-                  **style.points(1))
+    ax_a.errorbar(
+        i, sim.p, yerr=[sim.p - sim.low, sim.high - sim.p], label=sim.label, **style.points(1)
+    )
     ax_a.set_ylim(0, 1.02)
     ax_a.set_xlim(0.5, i.size + 0.5)
     style.finish(ax_a)

@@ -35,26 +35,42 @@ def threads_arg(value: str) -> int | str:
 
 def add_model_arguments(parser: argparse.ArgumentParser) -> None:
     """Arguments shared by ``csd measure`` and ``csd realrun``."""
-    parser.add_argument("models", nargs="+", metavar="MODEL",
-                        help="target first, then drafters largest first (hub id, dir or .gguf)")
+    parser.add_argument(
+        "models",
+        nargs="+",
+        metavar="MODEL",
+        help="target first, then drafters largest first (hub id, dir or .gguf)",
+    )
     parser.add_argument("--mag", action="store_true", help="append Max-Gram as the last drafter")
     parser.add_argument("--bigram", metavar="FILE", help="Max-Gram bigram table (.npz)")
-    parser.add_argument("--prompts", default="all",
-                        help="shipped set (gsm8k_style, mmlu_style, code, all) or a JSONL file")
+    parser.add_argument(
+        "--prompts",
+        default="all",
+        help="shipped set (gsm8k_style, mmlu_style, code, all) or a JSONL file",
+    )
     parser.add_argument("--max-new-tokens", type=int, default=32)
     parser.add_argument("--temperature", type=float, default=0.0, help="0 = greedy")
     parser.add_argument("--top-p", type=float, default=1.0)
     parser.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
-    parser.add_argument("--dtype", default="auto",
-                        help="auto (CPU: measured, see --help of realrun.pipeline), float32, "
-                             "bfloat16 or float16")
-    parser.add_argument("--threads", type=threads_arg, default="auto",
-                        help="torch CPU threads: auto (measured) or a number")
+    parser.add_argument(
+        "--dtype",
+        default="auto",
+        help="auto (CPU: measured, see --help of realrun.pipeline), float32, bfloat16 or float16",
+    )
+    parser.add_argument(
+        "--threads",
+        type=threads_arg,
+        default="auto",
+        help="torch CPU threads: auto (measured) or a number",
+    )
     parser.add_argument("--k-max", type=int, default=12, help="largest K entry searched")
-    parser.add_argument("--backend", choices=("transformers", "llama.cpp"),
-                        default="transformers",
-                        help="inference engine: transformers, or llama.cpp (.gguf files as "
-                             "stored; needs the llamacpp extra)")
+    parser.add_argument(
+        "--backend",
+        choices=("transformers", "llama.cpp"),
+        default="transformers",
+        help="inference engine: transformers, or llama.cpp (.gguf files as "
+        "stored; needs the llamacpp extra)",
+    )
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
 
@@ -62,8 +78,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_model_arguments(parser)
     parser.add_argument("--limit", type=int, default=4, help="measure on the first N prompts")
     parser.add_argument("--leniences", type=float, nargs="+", default=[1.0, 2.0, 3.0, 5.0])
-    parser.add_argument("--max-m", type=int, default=None,
-                        help="time passes of m = 1..MAX_M (default 2 x --k-max)")
+    parser.add_argument(
+        "--max-m", type=int, default=None, help="time passes of m = 1..MAX_M (default 2 x --k-max)"
+    )
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--warmup", type=int, default=1)
     parser.add_argument("-o", "--output", required=True, help="model-set file to write")
@@ -86,10 +103,22 @@ def run(args: argparse.Namespace) -> int:
     hf_logging.disable_progress_bar()
     measuring, _ = split_prompts(args.prompts, args.limit, None, held_out=False)
     measured = measure_numerics(
-        args.models, measuring, mag=args.mag, bigram=args.bigram, device=args.device,
-        dtype=args.dtype, threads=args.threads, max_new_tokens=args.max_new_tokens,
-        leniences=args.leniences, decoding=decoding_of(args), k_max=args.k_max,
-        max_m=args.max_m, repeats=args.repeats, warmup=args.warmup, backend=args.backend)
+        args.models,
+        measuring,
+        mag=args.mag,
+        bigram=args.bigram,
+        device=args.device,
+        dtype=args.dtype,
+        threads=args.threads,
+        max_new_tokens=args.max_new_tokens,
+        leniences=args.leniences,
+        decoding=decoding_of(args),
+        k_max=args.k_max,
+        max_m=args.max_m,
+        repeats=args.repeats,
+        warmup=args.warmup,
+        backend=args.backend,
+    )
     model_io.save(measured.model_set, args.output)
     if args.json:
         print(json.dumps(measured.model_set.to_dict(), indent=2))

@@ -29,16 +29,27 @@ HELP = "run the recommended (or a given) cascade and the baselines on real model
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_model_arguments(parser)
-    parser.add_argument("--from", dest="model_set", metavar="FILE",
-                        help="measured model-set file (default: measure first)")
-    parser.add_argument("--measure-prompts", type=int, default=4,
-                        help="measure on the first N prompts (the measuring split)")
-    parser.add_argument("--limit", type=int, default=None,
-                        help="run on the next N prompts (the held-out split; default: all)")
+    parser.add_argument(
+        "--from",
+        dest="model_set",
+        metavar="FILE",
+        help="measured model-set file (default: measure first)",
+    )
+    parser.add_argument(
+        "--measure-prompts",
+        type=int,
+        default=4,
+        help="measure on the first N prompts (the measuring split)",
+    )
+    parser.add_argument(
+        "--limit",
+        type=int,
+        default=None,
+        help="run on the next N prompts (the held-out split; default: all)",
+    )
     parser.add_argument("--K", help="cascade budgets as JSON, e.g. '[[2,10],[0,10]]'")
     parser.add_argument("--lenience", type=float, default=1.0)
-    parser.add_argument("--no-baselines", action="store_true",
-                        help="run only AR and the cascade")
+    parser.add_argument("--no-baselines", action="store_true", help="run only AR and the cascade")
     parser.add_argument("-o", "--output", help="results file to write (csd.results/1 JSON)")
     parser.add_argument("--plot", metavar="PATH", help="figure path (.png/.svg/.pdf)")
 
@@ -62,14 +73,27 @@ def run(args: argparse.Namespace) -> int:
             K = json.loads(args.K)
         except json.JSONDecodeError as exc:
             raise ValueError(
-                f"--K must be a JSON matrix such as '[[2,10],[0,10]]': {exc.msg}") from None
+                f"--K must be a JSON matrix such as '[[2,10],[0,10]]': {exc.msg}"
+            ) from None
     results = realrun(
-        args.models, mag=args.mag, bigram=args.bigram, prompts=args.prompts,
-        measure_prompts=args.measure_prompts, limit=args.limit,
-        max_new_tokens=args.max_new_tokens, decoding=decoding_of(args), device=args.device,
-        dtype=args.dtype, threads=args.threads, k_max=args.k_max,
-        model_set=model_io.load(args.model_set) if args.model_set else None, K=K,
-        lenience=args.lenience, baselines=not args.no_baselines, backend=args.backend)
+        args.models,
+        mag=args.mag,
+        bigram=args.bigram,
+        prompts=args.prompts,
+        measure_prompts=args.measure_prompts,
+        limit=args.limit,
+        max_new_tokens=args.max_new_tokens,
+        decoding=decoding_of(args),
+        device=args.device,
+        dtype=args.dtype,
+        threads=args.threads,
+        k_max=args.k_max,
+        model_set=model_io.load(args.model_set) if args.model_set else None,
+        K=K,
+        lenience=args.lenience,
+        baselines=not args.no_baselines,
+        backend=args.backend,
+    )
     if args.output:
         results_io.save(results, args.output)
     if args.plot:
@@ -90,15 +114,21 @@ def _plots(results, path: Path) -> None:
     from ewif.plotting.decay import compute_decay, draw_decay
     from simulate.plotting import measured_curve
 
-    draw_calibration(compute_calibration(results), path,
-                     title=f"Predicted vs measured speed-up: {results.family}")
-    csd = next((m for m in results.methods if m.kind == "csd" and m.acceptance_by_position),
-               None)
+    draw_calibration(
+        compute_calibration(results),
+        path,
+        title=f"Predicted vs measured speed-up: {results.family}",
+    )
+    csd = next((m for m in results.methods if m.kind == "csd" and m.acceptance_by_position), None)
     if csd is None:
         return
     model_set = ModelSet.from_dict(results.metadata["model_set"])
-    cascade = Cascade.from_model_set(model_set, csd.config["models"], np.array(csd.config["K"]),
-                                     csd.config["lenience"])
+    cascade = Cascade.from_model_set(
+        model_set, csd.config["models"], np.array(csd.config["K"]), csd.config["lenience"]
+    )
     data = compute_decay(cascade, measured=measured_curve(results, method=csd.name))
-    draw_decay(data, path.with_name(f"{path.stem}_decay{path.suffix}"),
-               title=f"Acceptance by draft position: {csd.name}")
+    draw_decay(
+        data,
+        path.with_name(f"{path.stem}_decay{path.suffix}"),
+        title=f"Acceptance by draft position: {csd.name}",
+    )

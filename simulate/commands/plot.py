@@ -27,23 +27,42 @@ HELP = "write a figure: decay, ewif-vs-k, landscape or calibration (PNG/SVG/PDF 
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    kinds = parser.add_subparsers(dest="kind", metavar="KIND", required=True,
-                                  title="kinds (csd plot KIND --help)")
+    kinds = parser.add_subparsers(
+        dest="kind", metavar="KIND", required=True, title="kinds (csd plot KIND --help)"
+    )
     decay = kinds.add_parser("decay", help="acceptance by draft position (Figure 2)")
     _source(decay)
     _cascade(decay)
-    decay.add_argument("--trials", type=int, default=100_000,
-                       help="simulated target steps (0: no simulation; default 100000)")
+    decay.add_argument(
+        "--trials",
+        type=int,
+        default=100_000,
+        help="simulated target steps (0: no simulation; default 100000)",
+    )
     decay.add_argument("--seed", type=int, default=0, help="simulation seed (default 0)")
-    decay.add_argument("--level", type=float, default=0.999,
-                       help="confidence level of the simulated intervals (default 0.999)")
-    decay.add_argument("--max-position", type=int, default=None,
-                       help="last draft position shown (default: longest draft, at most 20)")
-    decay.add_argument("--measured", metavar="FILE",
-                       help="csd.results/1 run or csd.models/1 set with alpha_by_position")
+    decay.add_argument(
+        "--level",
+        type=float,
+        default=0.999,
+        help="confidence level of the simulated intervals (default 0.999)",
+    )
+    decay.add_argument(
+        "--max-position",
+        type=int,
+        default=None,
+        help="last draft position shown (default: longest draft, at most 20)",
+    )
+    decay.add_argument(
+        "--measured",
+        metavar="FILE",
+        help="csd.results/1 run or csd.models/1 set with alpha_by_position",
+    )
     decay.add_argument("--method", help="method of the results file to show (default: CSD)")
-    decay.add_argument("--pair", metavar="R,J",
-                       help="alpha_by_position pair of a model-set file (default: 0,first)")
+    decay.add_argument(
+        "--pair",
+        metavar="R,J",
+        help="alpha_by_position pair of a model-set file (default: 0,first)",
+    )
 
     evk = kinds.add_parser("ewif-vs-k", help="EWIF against draft length, optima marked")
     _source(evk)
@@ -52,18 +71,30 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     evk.add_argument("--alpha2", type=float, help="target's acceptance of drafter 2")
     evk.add_argument("--cost2", type=float, default=0.0, help="cost of drafter 2 (default 0)")
     evk.add_argument("--alpha12", type=float, help="drafter 1's acceptance of drafter 2")
-    evk.add_argument("--models", nargs=3, metavar=("TARGET", "D1", "D2"),
-                     help="with --preset/--from: the target and the two drafters")
-    evk.add_argument("--lenience", type=float, default=1.0,
-                     help="with --preset/--from: lenience of drafter 1's reviews (default 1)")
+    evk.add_argument(
+        "--models",
+        nargs=3,
+        metavar=("TARGET", "D1", "D2"),
+        help="with --preset/--from: the target and the two drafters",
+    )
+    evk.add_argument(
+        "--lenience",
+        type=float,
+        default=1.0,
+        help="with --preset/--from: lenience of drafter 1's reviews (default 1)",
+    )
     evk.add_argument("--k-max", type=int, default=20, help="last draft length (default 20)")
 
     land = kinds.add_parser("landscape", help="EWIF heat map over two K entries")
     _source(land)
     _cascade(land)
-    land.add_argument("--entries", nargs=2, metavar="RJ",
-                      help="the two K entries as 1-based r,j pairs, e.g. 1,1 2,2 "
-                           "(default: the two that matter most)")
+    land.add_argument(
+        "--entries",
+        nargs=2,
+        metavar="RJ",
+        help="the two K entries as 1-based r,j pairs, e.g. 1,1 2,2 "
+        "(default: the two that matter most)",
+    )
     land.add_argument("--k-max", type=int, default=30, help="largest budget (default 30)")
 
     cal = kinds.add_parser("calibration", help="predicted vs measured speedup of a run")
@@ -72,8 +103,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("-o", "--output", required=True, metavar="PATH",
-                   help="figure to write; .png, .svg or .pdf")
+    p.add_argument(
+        "-o", "--output", required=True, metavar="PATH", help="figure to write; .png, .svg or .pdf"
+    )
     p.add_argument("--title", help="figure title (default: a descriptive one)")
     p.add_argument("--json", action="store_true", help="print the plotted numbers as JSON")
 
@@ -81,16 +113,25 @@ def _common(p: argparse.ArgumentParser) -> None:
 def _source(p: argparse.ArgumentParser) -> None:
     src = p.add_mutually_exclusive_group()
     src.add_argument("--preset", help="embedded preset (see 'csd presets'; default flan-t5-ms)")
-    src.add_argument("--from", dest="from_file", metavar="FILE",
-                     help="csd.models/1 model-set file (JSON or YAML)")
+    src.add_argument(
+        "--from",
+        dest="from_file",
+        metavar="FILE",
+        help="csd.models/1 model-set file (JSON or YAML)",
+    )
     _common(p)
 
 
 def _cascade(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--models", nargs="+", metavar="NAME",
-                   help="models of the cascade, target first (default: the set's)")
-    p.add_argument("--K", dest="K", metavar="JSON",
-                   help="budgets as a JSON matrix, e.g. '[[2,10],[0,10]]'")
+    p.add_argument(
+        "--models",
+        nargs="+",
+        metavar="NAME",
+        help="models of the cascade, target first (default: the set's)",
+    )
+    p.add_argument(
+        "--K", dest="K", metavar="JSON", help="budgets as a JSON matrix, e.g. '[[2,10],[0,10]]'"
+    )
     p.add_argument("--lenience", type=float, default=None, help="lenience (default: the set's)")
 
 
@@ -113,14 +154,19 @@ def run(args: argparse.Namespace) -> int:
         if args.kind == "decay":
             measured = None
             if args.measured:
-                measured = plotting.measured_curve(args.measured, method=args.method,
-                                                   pair=_pair(args.pair, "--pair"))
-            data = decay.compute_decay(cascade, max_position=args.max_position,
-                                       measured=measured)
+                measured = plotting.measured_curve(
+                    args.measured, method=args.method, pair=_pair(args.pair, "--pair")
+                )
+            data = decay.compute_decay(cascade, max_position=args.max_position, measured=measured)
             if args.trials:
                 simulated = plotting.simulated_points(
-                    cascade, data.exact.size, trials=args.trials, seed=args.seed,
-                    level=args.level, progress=not args.json)
+                    cascade,
+                    data.exact.size,
+                    trials=args.trials,
+                    seed=args.seed,
+                    level=args.level,
+                    progress=not args.json,
+                )
                 data = replace(data, simulated=simulated)
             path = decay.draw_decay(data, args.output, title=args.title)
         else:
@@ -147,8 +193,13 @@ def _ewif_vs_k_inputs(args: argparse.Namespace, plotting) -> dict:
     if numbers:
         if args.alpha is None or args.cost is None:
             raise ValueError("--alpha and --cost are both required (drafter 1)")
-        return {"alpha1": args.alpha, "c1": args.cost, "alpha2": args.alpha2,
-                "c2": args.cost2, "alpha12": args.alpha12}
+        return {
+            "alpha1": args.alpha,
+            "c1": args.cost,
+            "alpha2": args.alpha2,
+            "c2": args.cost2,
+            "alpha12": args.alpha12,
+        }
     ms = plotting.model_set(args.preset, args.from_file)
     return plotting.ewif_vs_k_inputs(ms, args.models, args.lenience)
 
@@ -159,8 +210,9 @@ def _matrix(text: str | None):
     try:
         value = json.loads(text)
     except json.JSONDecodeError:
-        raise ValueError(f"--K must be a JSON matrix such as '[[2,10],[0,10]]', got {text!r}"
-                         ) from None
+        raise ValueError(
+            f"--K must be a JSON matrix such as '[[2,10],[0,10]]', got {text!r}"
+        ) from None
     if not isinstance(value, list) or not all(isinstance(row, list) for row in value):
         raise ValueError(f"--K must be a JSON list of rows, got {text!r}")
     return value
@@ -185,13 +237,17 @@ def _human(s: dict) -> str:
     elif s["kind"] == "calibration":
         lines.append(f"  {'method':<28} {'predicted':>9} {'measured':>9} {'SWI':>7} {'error':>8}")
         for m in s["methods"]:
-            lines.append(f"  {m['name']:<28} {_f(m['predicted']):>9} {_f(m['measured']):>9} "
-                         f"{_f(m['swi']):>7} {_pct(m['error']):>8}")
+            lines.append(
+                f"  {m['name']:<28} {_f(m['predicted']):>9} {_f(m['measured']):>9} "
+                f"{_f(m['swi']):>7} {_pct(m['error']):>8}"
+            )
     elif s["kind"] == "landscape":
         best = ", ".join(f"{k}={v}" for k, v in s["grid_best"].items() if k != "ewif")
-        lines += [f"  cascade    : {s['cascade']}  EWIF {s['ewif']:.4f}",
-                  f"  entries    : {' × '.join(s['entries'])}",
-                  f"  grid best  : {best}  EWIF {s['grid_best']['ewif']:.4f}"]
+        lines += [
+            f"  cascade    : {s['cascade']}  EWIF {s['ewif']:.4f}",
+            f"  entries    : {' × '.join(s['entries'])}",
+            f"  grid best  : {best}  EWIF {s['grid_best']['ewif']:.4f}",
+        ]
     else:
         lines.append(f"  cascade: {s['cascade']}   i.i.d. alpha {s['alpha_iid']:.4g}")
         sim, meas = s.get("simulated"), s.get("measured")
@@ -208,9 +264,14 @@ def _human(s: dict) -> str:
         if sim:
             lines.append(f"  {sim['label']}")
         if meas:
-            lines.append(f"  {meas['label']}; "
-                         + (f"{meas['trials']:,} target steps, Wilson intervals"
-                            if meas["trials"] else "no step count in the file: no interval"))
+            lines.append(
+                f"  {meas['label']}; "
+                + (
+                    f"{meas['trials']:,} target steps, Wilson intervals"
+                    if meas["trials"]
+                    else "no step count in the file: no interval"
+                )
+            )
     return "\n".join(lines)
 
 

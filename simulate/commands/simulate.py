@@ -29,15 +29,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--trials", type=int, default=200_000, help="target steps to simulate")
     parser.add_argument("--seed", type=int, default=0, help="random seed (reproducible runs)")
     parser.add_argument("--level", type=float, default=0.999, help="confidence level")
-    parser.add_argument("--positions", type=int, default=None,
-                        help="draft positions compared (default: while P >= 0.001)")
-    parser.add_argument("--rho", type=float, action="append",
-                        help="also simulate bursty (Markov) acceptance with this lag-one "
-                             "correlation and report the i.i.d. error (repeatable)")
+    parser.add_argument(
+        "--positions",
+        type=int,
+        default=None,
+        help="draft positions compared (default: while P >= 0.001)",
+    )
+    parser.add_argument(
+        "--rho",
+        type=float,
+        action="append",
+        help="also simulate bursty (Markov) acceptance with this lag-one "
+        "correlation and report the i.i.d. error (repeatable)",
+    )
     parser.add_argument("--json", action="store_true", help="machine-readable output")
-    parser.add_argument("--plot", metavar="PATH",
-                        help="write simulated vs exact acceptance-by-position and "
-                             "tokens-per-step histogram (png/svg/pdf)")
+    parser.add_argument(
+        "--plot",
+        metavar="PATH",
+        help="write simulated vs exact acceptance-by-position and "
+        "tokens-per-step histogram (png/svg/pdf)",
+    )
 
 
 def _parse_K(text: str) -> list[list[int]]:
@@ -56,8 +67,12 @@ def _recommended(ms: Any, fill: str, lenience: float | None) -> tuple[Any, str, 
     """What ``csd recommend`` picks by default (:func:`ewif.recommendation.recommend`)."""
     from ewif.recommendation import recommend
 
-    rec = recommend(ms, leniences=None if lenience is None else [lenience], fill=fill,
-                    hint="give the cascade with --models and --K (or a 'cascade' section)")
+    rec = recommend(
+        ms,
+        leniences=None if lenience is None else [lenience],
+        fill=fill,
+        hint="give the cascade with --models and --K (or a 'cascade' section)",
+    )
     return rec.cascade(), "recommended by ewif.recommendation", rec.best.lenience
 
 
@@ -105,8 +120,11 @@ def run(args: argparse.Namespace) -> int:
     out = {
         "source": where,
         "cascade": {
-            "models": list(cascade.names or ()), "K": cascade.K.tolist(),
-            "lenience": lenience, "fill": cascade.fill, "chosen": how,
+            "models": list(cascade.names or ()),
+            "K": cascade.K.tolist(),
+            "lenience": lenience,
+            "fill": cascade.fill,
+            "chosen": how,
         },
         "steps_per_second": result.steps_per_second,
         "simulation": result.to_dict(level, m),
@@ -148,8 +166,13 @@ def _human(out: dict, comparison: Any, level: float) -> str:
     ]
     z = normal_quantile(level)
     rows = [
-        [row.quantity, f"{row.simulated:.5f}", f"± {z * row.se:.5f}", f"{row.exact:.5f}",
-         f"{row.z:+.2f}"]
+        [
+            row.quantity,
+            f"{row.simulated:.5f}",
+            f"± {z * row.se:.5f}",
+            f"{row.exact:.5f}",
+            f"{row.z:+.2f}",
+        ]
         for row in comparison.rows
     ]
     lines.append(table(["quantity", "simulated", f"± {level:.1%}", "exact", "z"], rows))

@@ -38,8 +38,9 @@ def test_single_drafter_is_corollary_4_2(a, k, c):
 @settings(max_examples=50)
 @given(prob, prob, st.integers(1, 8), st.integers(1, 5), costs, costs)
 def test_rounds_fill_is_theorem_4_3(a, a2, k, n, c1, c2):
-    casc = Cascade(alpha_matrix(2, {(0, 1): a, (1, 2): a2}), [1, c1, c2], [[n, 0], [0, k]],
-                   fill="rounds")
+    casc = Cascade(
+        alpha_matrix(2, {(0, 1): a, (1, 2): a2}), [1, c1, c2], [[n, 0], [0, k]], fill="rounds"
+    )
     assert casc.ewif() == pytest.approx(vertical_ewif(a, a2, k, n, c1, c2), rel=1e-12)
     rounds = np.ones(1)
     for _ in range(n):  # n independent rounds: the n-th power of φ (not composition)
@@ -48,8 +49,9 @@ def test_rounds_fill_is_theorem_4_3(a, a2, k, n, c1, c2):
     for d, pd in enumerate(rounds):
         expect[1 : d + 1] += pd * a ** np.arange(d) * (1 - a)
         expect[d + 1] += pd * a**d
-    np.testing.assert_allclose(casc.tokens_pgf().coefficients, expect[: casc.tokens_pgf()
-                               .coefficients.size], atol=1e-13)
+    np.testing.assert_allclose(
+        casc.tokens_pgf().coefficients, expect[: casc.tokens_pgf().coefficients.size], atol=1e-13
+    )
     np.testing.assert_allclose(casc.calls(), [1, n, n * k], rtol=1e-14)
 
 
@@ -169,19 +171,22 @@ def test_appendix_b_example_and_breakdown():
 def test_acceptance_by_position_single_drafter(a, k, m):
     casc = Cascade(alpha_matrix(1, {(0, 1): a}), [1, 0.01], [[k]])
     i = np.arange(1, m + 1)
-    np.testing.assert_allclose(casc.acceptance_by_position(m), np.where(i <= k, a**i, 0),
-                               rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(
+        casc.acceptance_by_position(m), np.where(i <= k, a**i, 0), rtol=1e-12, atol=1e-15
+    )
     cond = casc.acceptance_by_position(m, conditional=True)
     np.testing.assert_allclose(cond[: min(k, m)], a, rtol=1e-12)
     assert np.isnan(cond[k:]).all()
 
 
 def test_acceptance_by_position_is_tail_of_tokens():
-    a = alpha_matrix(3, {(0, 1): .8, (0, 2): .7, (0, 3): .5, (1, 2): .8, (1, 3): .6, (2, 3): .7})
-    casc = Cascade(a, [1, .02, .007, 0], [[5, 3, 10], [0, 4, 10], [0, 0, 10]])
+    a = alpha_matrix(
+        3, {(0, 1): 0.8, (0, 2): 0.7, (0, 3): 0.5, (1, 2): 0.8, (1, 3): 0.6, (2, 3): 0.7}
+    )
+    casc = Cascade(a, [1, 0.02, 0.007, 0], [[5, 3, 10], [0, 4, 10], [0, 0, 10]])
     pmf = casc.tokens_pgf().coefficients
     curve = casc.acceptance_by_position(50)
-    tail = np.array([pmf[i + 1:].sum() for i in range(1, 51)])
+    tail = np.array([pmf[i + 1 :].sum() for i in range(1, 51)])
     np.testing.assert_allclose(curve, tail, atol=1e-14)
     assert curve.sum() + 1 == pytest.approx(casc.expected_tokens(), rel=1e-12)
 
@@ -212,10 +217,14 @@ def test_edges_exact():
         (alpha_matrix(1, {(0, 1): 0.5}), [1, 0.1], [[1.5]], "K"),
         (alpha_matrix(1, {(0, 1): 1.5}), [1, 0.1], [[3]], r"alpha\[0, 1\]"),
         (alpha_matrix(1, {}), [1, 0.1], [[3]], r"alpha\[0, 1\] is missing"),
-        (alpha_matrix(2, {(0, 1): .5, (1, 2): .5}), [1, .1, 0], [[1, 0], [2, 1]], "upper-tri"),
-        (alpha_matrix(2, {(0, 1): .5, (1, 2): .5}), [1, .1, 0], [[1, 0], [0, 0]],
-         "drafter 2 has no way to produce tokens"),
-        (alpha_matrix(2, {(0, 1): .5}), [1, .1, 0], [[1, 0], [0, 3]], r"alpha\[1, 2\]"),
+        (alpha_matrix(2, {(0, 1): 0.5, (1, 2): 0.5}), [1, 0.1, 0], [[1, 0], [2, 1]], "upper-tri"),
+        (
+            alpha_matrix(2, {(0, 1): 0.5, (1, 2): 0.5}),
+            [1, 0.1, 0],
+            [[1, 0], [0, 0]],
+            "drafter 2 has no way to produce tokens",
+        ),
+        (alpha_matrix(2, {(0, 1): 0.5}), [1, 0.1, 0], [[1, 0], [0, 3]], r"alpha\[1, 2\]"),
         (alpha_matrix(1, {(0, 1): 0.5}), [1, -0.1], [[3]], "cost"),
         (alpha_matrix(1, {(0, 1): 0.5}), [2, 0.1], [[3]], r"cost\[0\]"),
         (alpha_matrix(1, {(0, 1): 0.5}), [1, 0.1], [[3, 1]], "shape"),

@@ -120,8 +120,9 @@ def test_pass_sizes_are_exact_and_add_up():
     target = sizes[0]
     assert target.counts[:4].tolist() == [0, 0, 0, 0]  # D >= k11 + k12 = 5: m >= 6
     assert target.support[0] == 6 and target.pmf.sum() == pytest.approx(1.0)
-    assert target.mean_m == pytest.approx(1 + np.arange(target.counts.size - 1)
-                                          @ target.counts[1:], rel=1e-14)
+    assert target.mean_m == pytest.approx(
+        1 + np.arange(target.counts.size - 1) @ target.counts[1:], rel=1e-14
+    )
     assert sizes[2].support.tolist() == [1]  # the leaf only generates
     assert sizes[1].support.min() == 5  # drafter 1 reviews 4 leaf tokens: m = 5
 

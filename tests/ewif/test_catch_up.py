@@ -177,8 +177,9 @@ def test_optimizer_matches_brute_force(fill: str, dip: bool) -> None:
     drafter = [0.25, 0.2, 0.42, 0.45] if dip else [0.25, 0.4, 0.42, 0.45]
     curves = [[1.0, 1.02, 1.05, 1.3, 1.5, 1.9], drafter, [0.02, 0.03]]
     flags = [False, True, False]
-    result = optimize(alpha, cost_curve=curves, bounds=(1, 5), subsets=False, fill=fill,
-                      top=5, catch_up=flags)
+    result = optimize(
+        alpha, cost_curve=curves, bounds=(1, 5), subsets=False, fill=fill, top=5, catch_up=flags
+    )
     brute = []
     for k in itertools.product(range(1, 6), repeat=3):
         K = [[k[0], k[1]], [0, k[2]]]

@@ -21,8 +21,12 @@ def write(tmp_path, name, **changes):
         "schema": "csd.models/2",
         "models": ["t", "b", "s", "m"],
         "cost_curve": [[1.0, 1.02, 1.01, 1.05], [0.0227, 0.03], [0.007], [0.0]],
-        "alpha": [[None, 0.75, 0.68, 0.3], [None, None, 0.8, 0.33], [None, None, None, 0.36],
-                  [None, None, None, None]],
+        "alpha": [
+            [None, 0.75, 0.68, 0.3],
+            [None, None, 0.8, 0.33],
+            [None, None, None, 0.36],
+            [None, None, None, None],
+        ],
         "cascade": {"models": ["t", "b", "m"], "K": [[3, 2], [0, 4]]},
     }
     data.update(changes)
@@ -41,7 +45,8 @@ def test_recommend_explains_review_sizes_with_curves(capsys, tmp_path):
     assert 2 <= target["m_min"] <= target["m_mean"] <= target["m_max"]
     assert sum(target["m_pmf"]) == pytest.approx(1.0)
     assert sum(r["cost"] for r in data["review_sizes"]) == pytest.approx(
-        data["recommended"]["expected_cost"], rel=1e-12)
+        data["recommended"]["expected_cost"], rel=1e-12
+    )
     rc, out, _ = run(capsys, "recommend", "--from", path, "--k-max", "6")
     assert rc == 0 and "review sizes" in out and "the target reviews m = " in out
     rc, out, _ = run(capsys, "evaluate", path)
@@ -50,8 +55,9 @@ def test_recommend_explains_review_sizes_with_curves(capsys, tmp_path):
 
 def test_autoregressive_decision_is_stated(capsys, tmp_path):
     path = write(tmp_path, "dear.json", cost_curve=[[1.0, 1.5], [0.9], [0.8], [0.7]])
-    rc, out, _ = run(capsys, "recommend", "--from", path, "--space", "full", "--k-max", "2",
-                     "--json")
+    rc, out, _ = run(
+        capsys, "recommend", "--from", path, "--space", "full", "--k-max", "2", "--json"
+    )
     data = json.loads(out)
     assert rc == 0 and data["decision"] == "autoregressive"
     assert data["recommended"]["ewif"] <= 1.0

@@ -21,8 +21,9 @@ print(status, ",".join(loaded))
 
 
 def _probe(args: str) -> str:
-    out = subprocess.run([sys.executable, "-c", PROBE.format(args=args)], capture_output=True,
-                         text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", PROBE.format(args=args)], capture_output=True, text=True, check=True
+    )
     return out.stdout.strip()
 
 
@@ -53,8 +54,9 @@ def test_a_reader_closing_stdout_early_ends_the_command_quietly(args) -> None:
     """``csd ... | head -1``: the reader keeps one line and closes the pipe. Whether the
     command still had output to write when that happened (exit 141 = 128 + SIGPIPE) or
     had finished (exit 0) is a race; stderr is empty either way."""
-    proc = subprocess.Popen([sys.executable, "-c", RUN_CSD, *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", RUN_CSD, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
     assert proc.stdout is not None and proc.stderr is not None
     assert proc.stdout.readline()
     proc.stdout.close()
@@ -64,8 +66,9 @@ def test_a_reader_closing_stdout_early_ends_the_command_quietly(args) -> None:
 
 
 def test_a_reader_gone_before_any_output_gives_exit_141_and_no_message() -> None:
-    proc = subprocess.Popen([sys.executable, "-c", RUN_CSD, "presets"], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", RUN_CSD, "presets"], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
     assert proc.stdout is not None and proc.stderr is not None
     proc.stdout.close()  # before the interpreter has even started: every write fails
     err = proc.stderr.read()

@@ -179,10 +179,25 @@ def test_malformed_model_set_files_give_one_line_and_exit_2(content, suffix) -> 
 
 
 PATHS = [
-    ("schema",), ("models",), ("models", 1), ("cost",), ("cost", 1), ("cost_per_token",),
-    ("alpha",), ("alpha", "1"), ("alpha", "1", 0, 1), ("alpha", "1", 2), ("alpha", "3", 1, 2),
-    ("alpha_by_position",), ("metadata",), ("cascade",), ("cascade", "models"),
-    ("cascade", "K"), ("cascade", "K", 0), ("cascade", "K", 1, 2), ("cascade", "lenience"),
+    ("schema",),
+    ("models",),
+    ("models", 1),
+    ("cost",),
+    ("cost", 1),
+    ("cost_per_token",),
+    ("alpha",),
+    ("alpha", "1"),
+    ("alpha", "1", 0, 1),
+    ("alpha", "1", 2),
+    ("alpha", "3", 1, 2),
+    ("alpha_by_position",),
+    ("metadata",),
+    ("cascade",),
+    ("cascade", "models"),
+    ("cascade", "K"),
+    ("cascade", "K", 0),
+    ("cascade", "K", 1, 2),
+    ("cascade", "lenience"),
     ("cost_curve",),
 ]
 VALUES = st.one_of(
@@ -190,8 +205,9 @@ VALUES = st.one_of(
     st.floats(allow_nan=True, allow_infinity=True),
     st.integers(-(2**70), 2**70),
     st.lists(st.one_of(st.none(), st.floats(-2, 2), st.integers(-3, 40)), max_size=5),
-    st.lists(st.lists(st.one_of(st.none(), st.floats(0, 1), st.integers(0, 12)), max_size=5),
-             max_size=5),
+    st.lists(
+        st.lists(st.one_of(st.none(), st.floats(0, 1), st.integers(0, 12)), max_size=5), max_size=5
+    ),
 )
 
 

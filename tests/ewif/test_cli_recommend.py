@@ -21,8 +21,14 @@ def run(capsys, *argv):
 def test_recommend_default(capsys):
     rc, out, _ = run(capsys, "recommend")
     assert rc == 0
-    for text in ("recommended cascade", "best plain SD", "gain over plain SD",
-                 "autoregressive      : EWIF 1.0000", "where the time goes", "81,000"):
+    for text in (
+        "recommended cascade",
+        "best plain SD",
+        "gain over plain SD",
+        "autoregressive      : EWIF 1.0000",
+        "where the time goes",
+        "81,000",
+    ):
         assert text in out
 
 
@@ -40,8 +46,9 @@ def test_recommend_json_is_consistent(capsys):
 def test_recommend_from_file_and_evaluate(capsys, tmp_path, suffix):
     ms = presets.load_preset("flan-t5-ms")
     path = io.save(ms, tmp_path / f"set{suffix}")
-    rc, out, _ = run(capsys, "recommend", "--from", str(path), "--json", "--k-max", "6",
-                     "--lenience", "3")
+    rc, out, _ = run(
+        capsys, "recommend", "--from", str(path), "--json", "--k-max", "6", "--lenience", "3"
+    )
     assert rc == 0 and json.loads(out)["recommended"]["lenience"] == 3
     rc, out, _ = run(capsys, "evaluate", str(path), "--json")
     data = json.loads(out)
@@ -77,8 +84,16 @@ def test_bad_input_exit_2(capsys, tmp_path):
     rc, _, err = run(capsys, "recommend", "--from", str(bad))
     assert rc == 2 and "not valid JSON" in err and err.count("\n") == 1
     broken = tmp_path / "broken.yaml"
-    broken.write_text(yaml.safe_dump({"schema": "csd.models/1", "models": ["t", "d"],
-                                      "cost": [1, 0.1], "alpha": [[None, 1.5], [None, None]]}))
+    broken.write_text(
+        yaml.safe_dump(
+            {
+                "schema": "csd.models/1",
+                "models": ["t", "d"],
+                "cost": [1, 0.1],
+                "alpha": [[None, 1.5], [None, None]],
+            }
+        )
+    )
     assert run(capsys, "recommend", "--from", str(broken))[0] == 2
     nosec = io.save(presets.load_preset("t5-cnndm-ms"), tmp_path / "nosec.json")
     rc, _, err = run(capsys, "evaluate", str(nosec))

@@ -18,8 +18,12 @@ def curve_dict(**changes):
         "schema": "csd.models/2",
         "models": ["t", "b", "s", "m"],
         "cost_curve": CURVES,
-        "alpha": [[None, 0.7, 0.6, 0.3], [None, None, 0.8, 0.4], [None, None, None, 0.5],
-                  [None, None, None, None]],
+        "alpha": [
+            [None, 0.7, 0.6, 0.3],
+            [None, None, 0.8, 0.4],
+            [None, None, None, 0.5],
+            [None, None, None, None],
+        ],
     }
     data.update(changes)
     return data
@@ -76,8 +80,9 @@ def test_model_set_validates_curves_directly():
     import dataclasses
 
     with pytest.raises(ValueError, match="m = 1 values"):
-        dataclasses.replace(ms, cost_curve=(np.array([1.0]), np.array([0.5]), np.array([0.1]),
-                                            np.array([0.0])))
+        dataclasses.replace(
+            ms, cost_curve=(np.array([1.0]), np.array([0.5]), np.array([0.1]), np.array([0.0]))
+        )
     ok = dataclasses.replace(ms, cost_curve=tuple(np.array([c]) for c in ms.cost))
     assert ok.pass_cost.kind == "curve" and ok.pass_cost.is_affine(0)
 
@@ -86,8 +91,9 @@ def test_model_set_validates_curves_directly():
 def test_catch_up_flags_round_trip_and_reach_the_cascade(tmp_path, suffix):
     from ewif.cascade import Cascade
 
-    ms = io.ModelSet.from_dict(curve_dict(schema="csd.models/3",
-                                          catch_up=[False, True, True, False]))
+    ms = io.ModelSet.from_dict(
+        curve_dict(schema="csd.models/3", catch_up=[False, True, True, False])
+    )
     back = io.load(io.save(ms, tmp_path / f"set{suffix}"))
     assert back.catch_up == (False, True, True, False)
     assert io.ModelSet.from_dict(curve_dict()).catch_up is None  # /2 files: the paper's m

@@ -26,8 +26,12 @@ def toy_set():
     a3 = a1.copy()
     a3[1, 2:] = [0.9, 0.7]
     a3[2, 3] = 0.75
-    return as_model_set({1.0: a1, 3.0: a3}, cost=[1, 0.05, 0.012, 0.002],
-                        cost_per_token=[0.001, 0, 0, 0], names=["t", "b", "s", "m"])
+    return as_model_set(
+        {1.0: a1, 3.0: a3},
+        cost=[1, 0.05, 0.012, 0.002],
+        cost_per_token=[0.001, 0, 0, 0],
+        names=["t", "b", "s", "m"],
+    )
 
 
 def brute(ms, K_iter, fill):
@@ -54,6 +58,7 @@ def full_space(bound):
             K = np.zeros((3, 3), dtype=int)
             K[0], K[1, 1:], K[2, 2] = ks[:3], ks[3:5], ks[5]
             yield K
+
     return it
 
 
@@ -116,8 +121,9 @@ def test_subsets_and_missing_alphas():
 def test_best_sd_matches_best_k():
     ms = load_preset("flan-t5-ms")
     sd = best_sd(ms, drafters=["flan-t5-base", "flan-t5-small"])
-    k, e = max((best_k(float(ms.alpha[1.0][0, j]), float(ms.cost[j])) for j in (1, 2)),
-               key=lambda t: t[1])
+    k, e = max(
+        (best_k(float(ms.alpha[1.0][0, j]), float(ms.cost[j])) for j in (1, 2)), key=lambda t: t[1]
+    )
     assert (int(sd.K[0, 0]), sd.ewif) == (k, pytest.approx(e, rel=1e-12))
 
 

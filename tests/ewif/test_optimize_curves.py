@@ -53,8 +53,10 @@ def brute_table(ms: ModelSet, models, Ks, fill="tokens"):
                 continue
             e = Cascade.from_model_set(ms, names, Kc, lenience, fill=fill).ewif()
             seen[key] = (e, names, Kc, lenience)
-    rows = sorted(seen.values(), key=lambda t: (-t[0], int(t[2].sum()), t[2].tolist(), t[3],
-                                                [ms.index(m) for m in t[1]]))
+    rows = sorted(
+        seen.values(),
+        key=lambda t: (-t[0], int(t[2].sum()), t[2].tolist(), t[3], [ms.index(m) for m in t[1]]),
+    )
     return rows
 
 
@@ -92,9 +94,13 @@ def test_curves_exhaustive_equals_brute_force_table(a, a3, tail, drafters, fill)
     a3m = a1.copy()
     a3m[1, 2] = a3[0]
     curves = [[1.0, *tail], *drafters]
-    ms = ModelSet(models=("t", "d1", "d2"), cost=np.array([c[0] for c in curves]),
-                  cost_per_token=np.zeros(3), alpha={1.0: a1, 3.0: a3m},
-                  cost_curve=tuple(np.array(c) for c in curves))
+    ms = ModelSet(
+        models=("t", "d1", "d2"),
+        cost=np.array([c[0] for c in curves]),
+        cost_per_token=np.zeros(3),
+        alpha={1.0: a1, 3.0: a3m},
+        cost_curve=tuple(np.array(c) for c in curves),
+    )
     expect = brute_table(ms, ms.models, list(full_Ks(2, 0, 3)), fill)
     got = optimize(ms, bounds=(0, 3), subsets=False, fill=fill, top=6)
     assert got.method == ("exhaustive" if not ms.pass_cost.is_affine(0) else got.method)
@@ -105,8 +111,10 @@ def test_paper_space_with_curves_is_the_true_optimum():
     ms = load_preset("flan-t5-ms")
     curves = ([1.0, 1.97, 1.79, 2.07], [ms.cost[1], ms.cost[1] * 1.3], [ms.cost[2]], [0.0])
     cs = dataclasses.replace(ms, cost_curve=tuple(np.array(c) for c in curves))
-    Ks = [np.array([[k11, k12, 10], [0, k22, 10], [0, 0, 10]])
-          for k11, k12, k22 in itertools.product(range(1, 5), repeat=3)]
+    Ks = [
+        np.array([[k11, k12, 10], [0, k22, 10], [0, 0, 10]])
+        for k11, k12, k22 in itertools.product(range(1, 5), repeat=3)
+    ]
     expect = brute_table(cs, cs.models, Ks)
     got = optimize(cs, bounds=paper_bounds(4), subsets=False, top=5)
     assert got.method == "exhaustive"
@@ -115,8 +123,12 @@ def test_paper_space_with_curves_is_the_true_optimum():
 
 def test_dinkelbach_is_exact_with_drafter_curves_and_refuses_a_target_curve():
     ms = load_preset("flan-t5-ms")
-    drafter_curves = ([1.0, 1.05, 1.1], [ms.cost[1], ms.cost[1] * 0.8, ms.cost[1] * 1.4],
-                      [ms.cost[2], ms.cost[2] * 2], [0.0])  # target affine, drafters not
+    drafter_curves = (
+        [1.0, 1.05, 1.1],
+        [ms.cost[1], ms.cost[1] * 0.8, ms.cost[1] * 1.4],
+        [ms.cost[2], ms.cost[2] * 2],
+        [0.0],
+    )  # target affine, drafters not
     cs = dataclasses.replace(ms, cost_curve=tuple(np.array(c) for c in drafter_curves))
     assert cs.pass_cost.is_affine(0)
     dk = optimize(cs, bounds=paper_bounds(6), subsets=False, method="dinkelbach")
@@ -132,8 +144,9 @@ def test_auto_picks_exhaustive_for_a_target_curve(monkeypatch):
     monkeypatch.setattr(sys.modules["ewif.search"], "_EXHAUSTIVE_LIMIT", 0)
     ms = load_preset("flan-t5-ms")
     assert optimize(ms, bounds=paper_bounds(3), subsets=False).method == "dinkelbach"
-    bent = dataclasses.replace(ms, cost_curve=(np.array([1.0, 1.97, 1.79]),
-                                               *(np.array([c]) for c in ms.cost[1:])))
+    bent = dataclasses.replace(
+        ms, cost_curve=(np.array([1.0, 1.97, 1.79]), *(np.array([c]) for c in ms.cost[1:]))
+    )
     assert optimize(bent, bounds=paper_bounds(3), subsets=False).method == "exhaustive"
 
 
@@ -144,9 +157,13 @@ def tie_set(target_curve=None) -> ModelSet:
     b = a.copy()
     b[1, 2] = 0.5
     curves = None if target_curve is None else (np.array(target_curve), np.zeros(1), np.zeros(1))
-    return ModelSet(models=("t", "d1", "d2"), cost=np.array([1.0, 0.0, 0.0]),
-                    cost_per_token=np.array([0.0, 0.0, 0.0]), alpha={1.0: a, 3.0: b},
-                    cost_curve=curves)
+    return ModelSet(
+        models=("t", "d1", "d2"),
+        cost=np.array([1.0, 0.0, 0.0]),
+        cost_per_token=np.array([0.0, 0.0, 0.0]),
+        alpha={1.0: a, 3.0: b},
+        cost_curve=curves,
+    )
 
 
 @pytest.mark.parametrize("target_curve", [None, [1.0, 1.0, 1.5, 1.5]])
@@ -160,8 +177,11 @@ def test_exhaustive_table_with_ties_is_the_brute_force_ranking(target_curve):
 
 def test_dinkelbach_table_is_the_best_of_each_sub_space():
     ms = tie_set()
-    ms = dataclasses.replace(ms, alpha={k: np.where(v == 1.0, 0.7, v) for k, v in ms.alpha.items()},
-                             cost=np.array([1.0, 0.05, 0.01]))
+    ms = dataclasses.replace(
+        ms,
+        alpha={k: np.where(v == 1.0, 0.7, v) for k, v in ms.alpha.items()},
+        cost=np.array([1.0, 0.05, 0.01]),
+    )
     got = optimize(ms, bounds=(1, 2), subsets=True, method="dinkelbach", top=10)
     expect = []  # best of each (drafter subset × lenience), merged as in the table
     for sub in (("t", "d1"), ("t", "d2"), ("t", "d1", "d2")):

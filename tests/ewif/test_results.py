@@ -10,16 +10,34 @@ from ewif import results as r
 
 
 def _run(**over):
-    methods = r.with_speedups([
-        r.MethodResult("AR", "autoregressive", 5.0, None, 1.0, 1.0, 1.0),
-        r.MethodResult("CSD", "csd", 9.0, None, 1.9, 1.85, 3.2,
-                       {"measured": [0.8, 0.6], "predicted": [0.82, 0.6]},
-                       {"models": ["t", "d"], "K": [[2]], "lenience": 1.0}, tokens=90,
-                       seconds=10.0),
-        r.MethodResult("PL", "hf-prompt-lookup", 4.0, None),
-    ])
-    kw = dict(device="cpu", family="f", prompts=2, max_new_tokens=8,
-              decoding={"temperature": 0.0, "top_p": 1.0}, methods=methods, metadata={})
+    methods = r.with_speedups(
+        [
+            r.MethodResult("AR", "autoregressive", 5.0, None, 1.0, 1.0, 1.0),
+            r.MethodResult(
+                "CSD",
+                "csd",
+                9.0,
+                None,
+                1.9,
+                1.85,
+                3.2,
+                {"measured": [0.8, 0.6], "predicted": [0.82, 0.6]},
+                {"models": ["t", "d"], "K": [[2]], "lenience": 1.0},
+                tokens=90,
+                seconds=10.0,
+            ),
+            r.MethodResult("PL", "hf-prompt-lookup", 4.0, None),
+        ]
+    )
+    kw = dict(
+        device="cpu",
+        family="f",
+        prompts=2,
+        max_new_tokens=8,
+        decoding={"temperature": 0.0, "top_p": 1.0},
+        methods=methods,
+        metadata={},
+    )
     return r.Results(**{**kw, **over})
 
 
@@ -31,8 +49,9 @@ def test_round_trip_and_derived_numbers(tmp_path):
     assert csd.prediction_error == pytest.approx(1.9 / 1.8 - 1)
     assert csd.swi_error == pytest.approx(1.85 / 1.8 - 1)
     assert res.method("PL").prediction_error is None
-    assert json.loads((tmp_path / "x.json").read_text())["methods"][1]["prediction_error"] == \
-        pytest.approx(csd.prediction_error)
+    assert json.loads((tmp_path / "x.json").read_text())["methods"][1][
+        "prediction_error"
+    ] == pytest.approx(csd.prediction_error)
 
 
 def test_speedups_are_null_without_ar():
@@ -49,8 +68,10 @@ def test_speedups_are_null_without_ar():
         (lambda d: d["methods"][1].update(kind="beam"), "kind must be one of"),
         (lambda d: d["methods"][1].update(mean_accepted_length=0.5), "counts the bonus"),
         (lambda d: d["methods"][1].update(extra=1), "unknown keys"),
-        (lambda d: d["methods"][1].update(acceptance_by_position={"measured": [1.5]}),
-         "acceptance_by_position"),
+        (
+            lambda d: d["methods"][1].update(acceptance_by_position={"measured": [1.5]}),
+            "acceptance_by_position",
+        ),
         (lambda d: d["methods"].append(dict(d["methods"][0])), "distinct"),
         (lambda d: d.update(decoding={"temperature": 0.0}), "decoding"),
         (lambda d: d.pop("family"), "missing required key 'family'"),

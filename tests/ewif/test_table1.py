@@ -28,13 +28,15 @@ def with_costs(name, c_base, c_small):
 
 
 def horizontal(ms, k1, k2):
-    return Cascade.from_model_set(ms, (ms.models[0], "t5-base", "t5-small"),
-                                  [[k1, k2], [0, 0]]).ewif()
+    return Cascade.from_model_set(
+        ms, (ms.models[0], "t5-base", "t5-small"), [[k1, k2], [0, 0]]
+    ).ewif()
 
 
 def best_horizontal(ms):
-    return optimize(ms, candidates=(ms.models[0], "t5-base", "t5-small"), bounds=(1, 30),
-                    subsets=False).best
+    return optimize(
+        ms, candidates=(ms.models[0], "t5-base", "t5-small"), bounds=(1, 30), subsets=False
+    ).best
 
 
 def test_model_size_reading():

@@ -26,10 +26,32 @@ def prompt_file(tmp_path_factory):
 @pytest.fixture(scope="module")
 def measured(tiny_model_dirs, prompt_file, tmp_path_factory):
     out = tmp_path_factory.mktemp("measured") / "m.json"
-    code = main(["measure", str(tiny_model_dirs["target"]), str(tiny_model_dirs["near"]),
-                 "--mag", "--prompts", str(prompt_file), "--limit", "2", "--max-new-tokens", "6",
-                 "--leniences", "1", "3", "--max-m", "3", "--repeats", "1", "--warmup", "0",
-                 *NUMERICS[:4], "-o", str(out)])
+    code = main(
+        [
+            "measure",
+            str(tiny_model_dirs["target"]),
+            str(tiny_model_dirs["near"]),
+            "--mag",
+            "--prompts",
+            str(prompt_file),
+            "--limit",
+            "2",
+            "--max-new-tokens",
+            "6",
+            "--leniences",
+            "1",
+            "3",
+            "--max-m",
+            "3",
+            "--repeats",
+            "1",
+            "--warmup",
+            "0",
+            *NUMERICS[:4],
+            "-o",
+            str(out),
+        ]
+    )
     assert code == 0
     return out
 
@@ -40,14 +62,32 @@ def test_measure_writes_a_model_set(measured, capsys):
     assert main(["recommend", "--from", str(measured)]) == 0
 
 
-def test_realrun_given_cascade_with_plots(tiny_model_dirs, measured, prompt_file, tmp_path,
-                                          capsys):
+def test_realrun_given_cascade_with_plots(tiny_model_dirs, measured, prompt_file, tmp_path, capsys):
     out, plot = tmp_path / "r.json", tmp_path / "cal.png"
-    code = main(["realrun", str(tiny_model_dirs["target"]), str(tiny_model_dirs["near"]),
-                 "--mag", "--from", str(measured), *NUMERICS, "--prompts", str(prompt_file),
-                 "--max-new-tokens", "6", "--K", "[[2, 0], [0, 3]]",
-                 "--lenience", "3",
-                 "-o", str(out), "--plot", str(plot), "--json"])
+    code = main(
+        [
+            "realrun",
+            str(tiny_model_dirs["target"]),
+            str(tiny_model_dirs["near"]),
+            "--mag",
+            "--from",
+            str(measured),
+            *NUMERICS,
+            "--prompts",
+            str(prompt_file),
+            "--max-new-tokens",
+            "6",
+            "--K",
+            "[[2, 0], [0, 3]]",
+            "--lenience",
+            "3",
+            "-o",
+            str(out),
+            "--plot",
+            str(plot),
+            "--json",
+        ]
+    )
     assert code == 0
     printed = json.loads(capsys.readouterr().out)
     res = results_io.load(out)
@@ -58,22 +98,54 @@ def test_realrun_given_cascade_with_plots(tiny_model_dirs, measured, prompt_file
         assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def test_realrun_recommends_when_no_cascade_is_given(tiny_model_dirs, measured, prompt_file,
-                                                     capsys):
-    code = main(["realrun", str(tiny_model_dirs["target"]), str(tiny_model_dirs["near"]),
-                 "--mag", "--from", str(measured), *NUMERICS, "--prompts", str(prompt_file),
-                 "--limit", "1", "--max-new-tokens", "4", "--no-baselines", "--k-max", "3"])
+def test_realrun_recommends_when_no_cascade_is_given(
+    tiny_model_dirs, measured, prompt_file, capsys
+):
+    code = main(
+        [
+            "realrun",
+            str(tiny_model_dirs["target"]),
+            str(tiny_model_dirs["near"]),
+            "--mag",
+            "--from",
+            str(measured),
+            *NUMERICS,
+            "--prompts",
+            str(prompt_file),
+            "--limit",
+            "1",
+            "--max-new-tokens",
+            "4",
+            "--no-baselines",
+            "--k-max",
+            "3",
+        ]
+    )
     assert code == 0
     table = capsys.readouterr().out
     assert "AR" in table and "CSD" in table
 
 
-def test_realrun_refuses_a_model_set_of_other_models(tiny_model_dirs, measured, prompt_file,
-                                                     capsys):
+def test_realrun_refuses_a_model_set_of_other_models(
+    tiny_model_dirs, measured, prompt_file, capsys
+):
     # the file describes (target, near, mag), the run loads (target, mag)
-    code = main(["realrun", str(tiny_model_dirs["target"]), "--mag", "--from", str(measured),
-                 *NUMERICS, "--prompts", str(prompt_file), "--limit", "1", "--max-new-tokens",
-                 "4"])
+    code = main(
+        [
+            "realrun",
+            str(tiny_model_dirs["target"]),
+            "--mag",
+            "--from",
+            str(measured),
+            *NUMERICS,
+            "--prompts",
+            str(prompt_file),
+            "--limit",
+            "1",
+            "--max-new-tokens",
+            "4",
+        ]
+    )
     assert code == 2
     assert "describes models" in capsys.readouterr().err
 
@@ -98,30 +170,73 @@ def _bad(args, capsys, needle):
     assert len(err.splitlines()) == 1 and needle in err, err
 
 
-def test_bad_input_exits_2_with_one_line(tiny_model_dirs, measured, prompt_file, tmp_path,
-                                         other_tokenizer_dir, capsys):
+def test_bad_input_exits_2_with_one_line(
+    tiny_model_dirs, measured, prompt_file, tmp_path, other_tokenizer_dir, capsys
+):
     t, near = str(tiny_model_dirs["target"]), str(tiny_model_dirs["near"])
-    common = ["--prompts", str(prompt_file), "--limit", "1", "--max-new-tokens", "3",
-              *NUMERICS[:4]]
+    common = ["--prompts", str(prompt_file), "--limit", "1", "--max-new-tokens", "3", *NUMERICS[:4]]
     rr = [*common, "--measure-prompts", "2"]
-    _bad(["measure", t, str(other_tokenizer_dir), *common, "-o", str(tmp_path / "x.json")],
-         capsys, "do not share a tokenizer")
-    _bad(["realrun", t, near, "--mag", "--from", str(measured), *rr, "--K",
-          "[[1, 1], [1, 1]]"], capsys, "upper")
-    _bad(["realrun", t, near, "--mag", "--from", str(measured), *rr, "--K",
-          "[[2, 3], [0, 0]]", "--lenience", "3"], capsys, "would apply at the target")
+    _bad(
+        ["measure", t, str(other_tokenizer_dir), *common, "-o", str(tmp_path / "x.json")],
+        capsys,
+        "do not share a tokenizer",
+    )
+    _bad(
+        ["realrun", t, near, "--mag", "--from", str(measured), *rr, "--K", "[[1, 1], [1, 1]]"],
+        capsys,
+        "upper",
+    )
+    _bad(
+        [
+            "realrun",
+            t,
+            near,
+            "--mag",
+            "--from",
+            str(measured),
+            *rr,
+            "--K",
+            "[[2, 3], [0, 0]]",
+            "--lenience",
+            "3",
+        ],
+        capsys,
+        "would apply at the target",
+    )
     empty = tmp_path / "empty.jsonl"
     empty.write_text('{"prompt": ""}\n')
-    _bad(["realrun", t, near, "--mag", "--from", str(measured), "--prompts", str(empty)],
-         capsys, "non-empty string")
-    _bad(["measure", str(tmp_path / "no-such-model"), near, *common, "-o",
-          str(tmp_path / "x.json")], capsys, "does not exist")
-    _bad(["realrun", t, near, "--mag", "--from", str(measured), *rr, "--K", "[[2"],
-         capsys, "JSON matrix")
-    _bad(["realrun", t, near, "--mag", "--from", str(measured), "--prompts", str(prompt_file),
-          "--measure-prompts", "2"], capsys, "give dtype and threads")
-    _bad(["realrun", t, near, "--mag", *common], capsys,
-         "none is left for the held-out split")
+    _bad(
+        ["realrun", t, near, "--mag", "--from", str(measured), "--prompts", str(empty)],
+        capsys,
+        "non-empty string",
+    )
+    _bad(
+        ["measure", str(tmp_path / "no-such-model"), near, *common, "-o", str(tmp_path / "x.json")],
+        capsys,
+        "does not exist",
+    )
+    _bad(
+        ["realrun", t, near, "--mag", "--from", str(measured), *rr, "--K", "[[2"],
+        capsys,
+        "JSON matrix",
+    )
+    _bad(
+        [
+            "realrun",
+            t,
+            near,
+            "--mag",
+            "--from",
+            str(measured),
+            "--prompts",
+            str(prompt_file),
+            "--measure-prompts",
+            "2",
+        ],
+        capsys,
+        "give dtype and threads",
+    )
+    _bad(["realrun", t, near, "--mag", *common], capsys, "none is left for the held-out split")
     with pytest.raises(SystemExit) as exit_:  # argparse's usage error
         main(["measure", t, near, "--threads", "0", "-o", str(tmp_path / "x.json")])
     assert exit_.value.code == 2 and "positive integer" in capsys.readouterr().err

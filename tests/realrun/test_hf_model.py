@@ -72,8 +72,12 @@ def test_is_a_token_model(tiny_models):
 
 @pytest.mark.parametrize(
     ("tokens", "n", "match"),
-    [([1, 2], 0, "n must be"), ([1, 2], 3, r"n must be in \[1, len\(tokens\)=2\]"),
-     ([], 1, "n must be"), ([1, VOCAB], 1, "tokens must be ids")],
+    [
+        ([1, 2], 0, "n must be"),
+        ([1, 2], 3, r"n must be in \[1, len\(tokens\)=2\]"),
+        ([], 1, "n must be"),
+        ([1, VOCAB], 1, "tokens must be ids"),
+    ],
 )
 def test_bad_calls(tiny_models, tokens, n, match):
     lm = HFTokenModel(tiny_models["tiny"].model, "tiny")

@@ -52,16 +52,18 @@ def ggufs(tiny_gguf, tmp_path_factory) -> dict:
     ``draft`` (an independent, smaller qwen2), all over the same 259-token vocabulary."""
     root = tmp_path_factory.mktemp("llamacpp")
     path, model = tiny_gguf
-    return {"target": path,
-            "near": write_gguf(_noisy_copy(model, 0.01, seed=3), root / "near.gguf"),
-            "draft": write_gguf(build_qwen2(16, 1, seed=7, vocab_size=VOCAB),
-                                root / "draft.gguf")}
+    return {
+        "target": path,
+        "near": write_gguf(_noisy_copy(model, 0.01, seed=3), root / "near.gguf"),
+        "draft": write_gguf(build_qwen2(16, 1, seed=7, vocab_size=VOCAB), root / "draft.gguf"),
+    }
 
 
 @pytest.fixture(scope="module")
 def models(ggufs) -> dict[str, LlamaCppTokenModel]:
-    return {name: LlamaCppTokenModel(path, name, n_ctx=256, n_threads=1)
-            for name, path in ggufs.items()}
+    return {
+        name: LlamaCppTokenModel(path, name, n_ctx=256, n_threads=1) for name, path in ggufs.items()
+    }
 
 
 @pytest.fixture(scope="module")
@@ -73,12 +75,14 @@ def prompts(ggufs) -> list[list[int]]:
 # a call: (length, n, how many trailing tokens to overwrite, seed of the overwrite)
 calls = st.lists(
     st.tuples(st.integers(1, 40), st.integers(1, 6), st.integers(0, 5), st.integers(0, 99)),
-    min_size=1, max_size=6,
+    min_size=1,
+    max_size=6,
 )
 
 
-@settings(max_examples=20, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(base=st.lists(st.integers(0, VOCAB - 1), min_size=40, max_size=40), plan=calls)
 def test_rollback_equals_recompute(models, ggufs, base, plan):
     lm = LlamaCppTokenModel(ggufs["target"], "target", n_ctx=64, n_threads=1)
@@ -114,8 +118,13 @@ def test_computes_the_model_the_file_encodes(tiny_gguf, models):
 
 def test_counters_follow_the_cache_contract(ggufs):
     seen = []
-    lm = LlamaCppTokenModel(ggufs["draft"], "draft", n_ctx=64, n_threads=1,
-                            timing_hook=lambda fed, s: seen.append((fed, s)))
+    lm = LlamaCppTokenModel(
+        ggufs["draft"],
+        "draft",
+        n_ctx=64,
+        n_threads=1,
+        timing_hook=lambda fed, s: seen.append((fed, s)),
+    )
     seq = list(range(4, 16))
     lm.logits(seq[:10], 1)  # from scratch: 10 fed
     lm.logits(seq[:12], 2)  # keeps 10, feeds 2
@@ -143,10 +152,15 @@ def test_is_a_token_model(models, ggufs):
 
 @pytest.mark.parametrize(
     ("tokens", "n", "match"),
-    [([1, 2], 0, "n must be"), ([1, 2], 3, r"n must be in \[1, len\(tokens\)=2\]"),
-     ([], 1, "n must be"), ([1, VOCAB], 1, r"tokens must be ids in \[0, 258\]"),
-     ([1, -1], 1, "tokens must be ids"), (list(range(20)), 9, "max_outputs=8"),
-     (list(range(40)), 1, "n_ctx=32")],
+    [
+        ([1, 2], 0, "n must be"),
+        ([1, 2], 3, r"n must be in \[1, len\(tokens\)=2\]"),
+        ([], 1, "n must be"),
+        ([1, VOCAB], 1, r"tokens must be ids in \[0, 258\]"),
+        ([1, -1], 1, "tokens must be ids"),
+        (list(range(20)), 9, "max_outputs=8"),
+        (list(range(40)), 1, "n_ctx=32"),
+    ],
 )
 def test_bad_calls(ggufs, tokens, n, match):
     lm = LlamaCppTokenModel(ggufs["draft"], "d", n_ctx=32, max_outputs=8, n_threads=1)
@@ -162,8 +176,12 @@ def test_bad_construction(ggufs, tmp_path):
     bad.write_bytes(b"not a gguf file")
     with pytest.raises(ValueError, match="could not load"):
         LlamaCppTokenModel(bad)
-    for kwargs, match in [({"name": ""}, "name"), ({"n_ctx": 0}, "n_ctx"),
-                          ({"n_threads": 0}, "n_threads"), ({"max_outputs": 0}, "max_outputs")]:
+    for kwargs, match in [
+        ({"name": ""}, "name"),
+        ({"n_ctx": 0}, "n_ctx"),
+        ({"n_threads": 0}, "n_threads"),
+        ({"max_outputs": 0}, "max_outputs"),
+    ]:
         with pytest.raises(ValueError, match=match):
             LlamaCppTokenModel(ggufs["draft"], **kwargs)
     with pytest.raises(ValueError, match="dtype must be 'auto'"):
@@ -221,8 +239,10 @@ def test_greedy_cascade_equals_llamacpp_autoregressive(config, models, prompts, 
         accepted += sum(result.stats.accepted_lengths) - result.stats.target_steps
         for i, m in enumerate(chain):  # the models counted exactly the cascade's passes
             if isinstance(m, LlamaCppTokenModel):
-                assert (m.passes, m.tokens_fed) == (result.stats.passes[i],
-                                                    result.stats.tokens_fed[i])
+                assert (m.passes, m.tokens_fed) == (
+                    result.stats.passes[i],
+                    result.stats.tokens_fed[i],
+                )
                 m.reset_counters()
     if "near" in names:
         assert accepted > 0  # drafts really were accepted, so rollback was exercised
@@ -238,16 +258,60 @@ def prompt_file(tmp_path_factory):
 def test_cli_measure_and_realrun(ggufs, prompt_file, tmp_path, capsys):
     family = [str(ggufs["target"]), str(ggufs["near"])]
     measured = tmp_path / "m.json"
-    common = ["--backend", "llama.cpp", "--prompts", str(prompt_file), "--max-new-tokens", "6",
-              "--k-max", "3", "--threads", "1"]
-    assert main(["measure", *family, "--mag", *common, "--limit", "2", "--leniences", "1",
-                 "--repeats", "1", "--warmup", "0", "-o", str(measured)]) == 0
+    common = [
+        "--backend",
+        "llama.cpp",
+        "--prompts",
+        str(prompt_file),
+        "--max-new-tokens",
+        "6",
+        "--k-max",
+        "3",
+        "--threads",
+        "1",
+    ]
+    assert (
+        main(
+            [
+                "measure",
+                *family,
+                "--mag",
+                *common,
+                "--limit",
+                "2",
+                "--leniences",
+                "1",
+                "--repeats",
+                "1",
+                "--warmup",
+                "0",
+                "-o",
+                str(measured),
+            ]
+        )
+        == 0
+    )
     ms = model_io.load(measured)
     assert ms.models == ("tiny-qwen2.gguf", "near.gguf", "mag")
     assert ms.metadata["dtype"] == "gguf:F32"
     out = tmp_path / "r.json"
-    assert main(["realrun", *family, "--mag", *common, "--measure-prompts", "2", "--limit", "2",
-                 "-o", str(out)]) == 0
+    assert (
+        main(
+            [
+                "realrun",
+                *family,
+                "--mag",
+                *common,
+                "--measure-prompts",
+                "2",
+                "--limit",
+                "2",
+                "-o",
+                str(out),
+            ]
+        )
+        == 0
+    )
     res = results_io.load(out)
     kinds = {m.kind for m in res.methods}
     assert "autoregressive" in kinds and "csd" in kinds
@@ -255,6 +319,21 @@ def test_cli_measure_and_realrun(ggufs, prompt_file, tmp_path, capsys):
     assert res.metadata["backend"] == "llama.cpp" and res.prompts == 2
     assert set(res.metadata["outputs_differing_from_AR"].values()) == {0}
     capsys.readouterr()
-    assert main(["realrun", *family, "--backend", "llama.cpp", "--dtype", "float16",
-                 "--prompts", str(prompt_file), "--measure-prompts", "2"]) == 2
+    assert (
+        main(
+            [
+                "realrun",
+                *family,
+                "--backend",
+                "llama.cpp",
+                "--dtype",
+                "float16",
+                "--prompts",
+                str(prompt_file),
+                "--measure-prompts",
+                "2",
+            ]
+        )
+        == 2
+    )
     assert "dtype must be 'auto'" in capsys.readouterr().err

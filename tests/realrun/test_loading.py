@@ -77,8 +77,13 @@ def _swapped(a: str, b: str):
 
     backend = Tokenizer(models.WordLevel({w: k for k, w in enumerate(words)}, unk_token="<unk>"))
     backend.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
-    return PreTrainedTokenizerFast(tokenizer_object=backend, unk_token="<unk>",
-                                   bos_token="<bos>", eos_token="<eos>", pad_token="<pad>")
+    return PreTrainedTokenizerFast(
+        tokenizer_object=backend,
+        unk_token="<unk>",
+        bos_token="<bos>",
+        eos_token="<eos>",
+        pad_token="<pad>",
+    )
 
 
 def test_shared_vocabulary(tiny_models):

@@ -81,8 +81,13 @@ def test_equals_brute_force(case, kw):
 @settings(max_examples=100)
 @given(
     prompt=st.lists(st.integers(0, V - 1), min_size=1, max_size=15),
-    steps=st.lists(st.tuples(st.integers(0, 12), st.lists(st.integers(0, V - 1), max_size=6),
-                             st.integers(0, 6)), min_size=1, max_size=6),
+    steps=st.lists(
+        st.tuples(
+            st.integers(0, 12), st.lists(st.integers(0, V - 1), max_size=6), st.integers(0, 6)
+        ),
+        min_size=1,
+        max_size=6,
+    ),
     kw=options,
 )
 def test_cached_calls_equal_fresh_calls(prompt, steps, kw):
@@ -145,9 +150,13 @@ def test_is_a_proposer():
 
 @pytest.mark.parametrize(
     ("args", "match"),
-    [(([], 1, 1), "non-empty"), (([1, 2], 0, 1), "prompt_length"),
-     (([1, 2], 3, 1), r"prompt_length must be in \[1, len\(tokens\)=2\]"),
-     (([1, 2], 1, -1), "k must be"), (([1, V], 1, 1), "tokens must be ids")],
+    [
+        (([], 1, 1), "non-empty"),
+        (([1, 2], 0, 1), "prompt_length"),
+        (([1, 2], 3, 1), r"prompt_length must be in \[1, len\(tokens\)=2\]"),
+        (([1, 2], 1, -1), "k must be"),
+        (([1, V], 1, 1), "tokens must be ids"),
+    ],
 )
 def test_bad_calls(args, match):
     with pytest.raises(ValueError, match=match):
@@ -171,6 +180,8 @@ def test_maxgram_imports_without_torch():
     import subprocess
     import sys
 
-    code = ("import sys, realrun.maxgram, realrun.bigram; "
-            "assert 'torch' not in sys.modules and 'transformers' not in sys.modules")
+    code = (
+        "import sys, realrun.maxgram, realrun.bigram; "
+        "assert 'torch' not in sys.modules and 'transformers' not in sys.modules"
+    )
     subprocess.run([sys.executable, "-c", code], check=True)

@@ -28,24 +28,40 @@ def chain(tiny_models, tiny_tokenizer):
     from realrun.tiny import PROMPT_TEXTS
 
     table = BigramTable.from_corpus(PROMPT_TEXTS, tiny_tokenizer)
-    return [HFTokenModel(tiny_models["target"].model, "target"),
-            HFTokenModel(tiny_models["near"].model, "near"),
-            HFTokenModel(tiny_models["draft"].model, "draft"),
-            MaxGram(table)]
+    return [
+        HFTokenModel(tiny_models["target"].model, "target"),
+        HFTokenModel(tiny_models["near"].model, "near"),
+        HFTokenModel(tiny_models["draft"].model, "draft"),
+        MaxGram(table),
+    ]
 
 
 @pytest.fixture(scope="module")
 def measured(chain, tiny_prompts):
-    return measure(chain, tiny_prompts[:3], max_new_tokens=NEW, leniences=LENIENCES, max_m=3,
-                   repeats=2, warmup=1, progress=False)
+    return measure(
+        chain,
+        tiny_prompts[:3],
+        max_new_tokens=NEW,
+        leniences=LENIENCES,
+        max_m=3,
+        repeats=2,
+        warmup=1,
+        progress=False,
+    )
 
 
 def _greedy(model, prompt, steps):
     ids = torch.tensor([prompt])
-    out = model.generate(ids, attention_mask=torch.ones_like(ids), do_sample=False,
-                         max_new_tokens=steps, min_new_tokens=steps, pad_token_id=0,
-                         eos_token_id=None)
-    return out[0, len(prompt):].tolist()
+    out = model.generate(
+        ids,
+        attention_mask=torch.ones_like(ids),
+        do_sample=False,
+        max_new_tokens=steps,
+        min_new_tokens=steps,
+        pad_token_id=0,
+        eos_token_id=None,
+    )
+    return out[0, len(prompt) :].tolist()
 
 
 def test_alpha_equals_brute_force_greedy_match(measured, chain, tiny_models, tiny_prompts):
@@ -57,8 +73,10 @@ def test_alpha_equals_brute_force_greedy_match(measured, chain, tiny_models, tin
         cont = _greedy(target, prompt, NEW)
         for t in range(NEW):
             prefix = torch.tensor([prompt + cont[:t]])
-            z = {name: m(prefix).logits[0, -1].double() for name, m in
-                 (("t", target), ("n", near), ("d", draft))}
+            z = {
+                name: m(prefix).logits[0, -1].double()
+                for name, m in (("t", target), ("n", near), ("d", draft))
+            }
             hits[(0, 1)].append(int(z["n"].argmax()) == int(z["t"].argmax()))
             hits[(0, 2)].append(int(z["d"].argmax()) == int(z["t"].argmax()))
             hits[(1, 2)].append(int(z["d"].argmax()) == int(z["n"].argmax()))
@@ -76,8 +94,9 @@ def test_alpha_structure(measured):
     assert np.isnan(a1[3]).all() and np.isnan(np.diag(a1)).all()  # MaG reviews nothing
     upper = np.triu_indices(4, 1)
     assert ((a1[upper] >= 0) & (a1[upper] <= 1)).all()
-    assert (a3[1:][np.triu(np.ones((3, 4), bool), 2)] >= a1[1:][np.triu(np.ones((3, 4), bool),
-                                                                         2)]).all()
+    assert (
+        a3[1:][np.triu(np.ones((3, 4), bool), 2)] >= a1[1:][np.triu(np.ones((3, 4), bool), 2)]
+    ).all()
     assert a1[0, 1] > a1[0, 2]  # the near copy of the target beats a random drafter
     assert set(measured.alpha_by_position) == {(0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3)}
     assert measured.alpha_by_position[(0, 1)][0] == pytest.approx(a1[0, 1])
@@ -103,14 +122,27 @@ def test_costs_and_file_round_trip(measured, tmp_path):
 
 def test_sampling_alpha_is_one_minus_total_variation(chain, tiny_models, tiny_prompts):
     dec = Decoding(temperature=1.0)
-    ms = measure(chain[:2], tiny_prompts[:1], max_new_tokens=4, leniences=(1.0,), max_m=1,
-                 repeats=1, warmup=0, decoding=dec, seed=3, progress=False)
+    ms = measure(
+        chain[:2],
+        tiny_prompts[:1],
+        max_new_tokens=4,
+        leniences=(1.0,),
+        max_m=1,
+        repeats=1,
+        warmup=0,
+        decoding=dec,
+        seed=3,
+        progress=False,
+    )
     # the same continuation the measurement sampled (seeded decoder), then 1 - TV per position
     from simulate.decoder.cascade import CascadeDecoder
 
     prompt = tiny_prompts[0]
-    cont = CascadeDecoder([chain[0]], np.zeros((0, 0), int), decoding=dec, seed=3).generate(
-        prompt, 4).tokens
+    cont = (
+        CascadeDecoder([chain[0]], np.zeros((0, 0), int), decoding=dec, seed=3)
+        .generate(prompt, 4)
+        .tokens
+    )
     tvs = []
     for t in range(len(cont)):
         prefix = torch.tensor([prompt + cont[:t]])
@@ -129,7 +161,7 @@ def test_position_curve_matches_brute_force(seqs):
         num = den = 0
         for s in seqs:
             for t in range(len(s) - i + 1):
-                if all(s[t:t + i - 1]):
+                if all(s[t : t + i - 1]):
                     den += 1
                     num += s[t + i - 1]
         if den:

@@ -73,35 +73,60 @@ def test_split_is_disjoint_and_in_order(prompt_file):
 
 
 def test_auto_numerics_measures_every_candidate_and_picks_the_fastest_eligible(
-        tiny_model_dirs, prompt_file):
+    tiny_model_dirs, prompt_file
+):
     measuring, _ = split_prompts(str(prompt_file), 2, None)
     measured = measure_numerics(
-        [str(tiny_model_dirs["target"]), str(tiny_model_dirs["near"])], measuring, mag=True,
-        bigram=None, device="cpu", dtype="auto", threads="auto", max_new_tokens=6,
-        leniences=(1.0,), decoding=Decoding(), k_max=3, max_m=4, repeats=1, warmup=0,
-        progress=False)
+        [str(tiny_model_dirs["target"]), str(tiny_model_dirs["near"])],
+        measuring,
+        mag=True,
+        bigram=None,
+        device="cpu",
+        dtype="auto",
+        threads="auto",
+        max_new_tokens=6,
+        leniences=(1.0,),
+        decoding=Decoding(),
+        k_max=3,
+        max_m=4,
+        repeats=1,
+        warmup=0,
+        progress=False,
+    )
     trials = measured.trials
     import os
 
     assert {(t.dtype, t.threads) for t in trials} == {
-        (d, n) for d in ("float32", "bfloat16", "float16") for n in range(1, os.cpu_count() + 1)}
-    chosen = next(t for t in trials if (t.dtype, t.threads) ==
-                  (measured.family.dtype, measured.threads))
+        (d, n) for d in ("float32", "bfloat16", "float16") for n in range(1, os.cpu_count() + 1)
+    }
+    chosen = next(
+        t for t in trials if (t.dtype, t.threads) == (measured.family.dtype, measured.threads)
+    )
     eligible = [t for t in trials if t.eligible]
     assert chosen.eligible and chosen.predicted_tokens_per_s == max(
-        t.predicted_tokens_per_s for t in eligible)
+        t.predicted_tokens_per_s for t in eligible
+    )
     assert all(t.eligible == (t.invariance.rate >= 0.99) for t in trials)
     meta = measured.model_set.metadata
     assert len(meta["numerics_trials"]) == len(trials) and meta["dtype"] == chosen.dtype
     assert measured.model_set.cost_curve[0][0] == 1.0
 
 
-def test_realrun_runs_on_the_held_out_split_and_reports_the_decision(tiny_model_dirs,
-                                                                     prompt_file):
-    res = realrun([str(tiny_model_dirs["target"]), str(tiny_model_dirs["near"])], mag=True,
-                  prompts=str(prompt_file), measure_prompts=2, max_new_tokens=5,
-                  device="cpu", dtype="float32", threads=1, k_max=3, leniences=(1.0, 3.0),
-                  baselines=False, progress=False)
+def test_realrun_runs_on_the_held_out_split_and_reports_the_decision(tiny_model_dirs, prompt_file):
+    res = realrun(
+        [str(tiny_model_dirs["target"]), str(tiny_model_dirs["near"])],
+        mag=True,
+        prompts=str(prompt_file),
+        measure_prompts=2,
+        max_new_tokens=5,
+        device="cpu",
+        dtype="float32",
+        threads=1,
+        k_max=3,
+        leniences=(1.0, 3.0),
+        baselines=False,
+        progress=False,
+    )
     meta = res.metadata
     assert res.prompts == 2
     assert not set(meta["measuring_prompt_ids"]) & set(meta["held_out_prompt_ids"])
@@ -115,17 +140,22 @@ def test_realrun_runs_on_the_held_out_split_and_reports_the_decision(tiny_model_
 def _model_set(drafter_cost: float, target_curve=(1.0, 1.9, 2.8)) -> ModelSet:
     alpha = np.full((2, 2), np.nan)
     alpha[0, 1] = 0.6
-    return ModelSet(models=("t", "d"), cost=np.array([1.0, drafter_cost]),
-                    cost_per_token=np.zeros(2), alpha={1.0: alpha},
-                    cost_curve=(np.array(target_curve), np.array([drafter_cost])))
+    return ModelSet(
+        models=("t", "d"),
+        cost=np.array([1.0, drafter_cost]),
+        cost_per_token=np.zeros(2),
+        alpha={1.0: alpha},
+        cost_curve=(np.array(target_curve), np.array([drafter_cost])),
+    )
 
 
 def test_recommendation_is_honest_when_nothing_beats_autoregressive():
     slow = recommend(_model_set(0.9), k_max=4)
     assert slow.decision == "autoregressive" and slow.ewif <= 1.0
     record = recommendation_record(slow)
-    assert record["describe"].startswith("on these costs, decode autoregressively; the best "
-                                         "speculative configuration is CSD d ")
+    assert record["describe"].startswith(
+        "on these costs, decode autoregressively; the best speculative configuration is CSD d "
+    )
     assert record["review_sizes"][0]["model"] == "t"
     assert recommend(_model_set(0.0), k_max=4).decision == "autoregressive"  # steep target
     fast = recommend(_model_set(0.0, (1.0, 1.05, 1.1)), k_max=4)
@@ -136,7 +166,6 @@ def test_recommendation_is_honest_when_nothing_beats_autoregressive():
 def test_trial_prefers_autoregressive_throughput_when_nothing_wins():
     slow = recommend(_model_set(0.9), k_max=2)
     from realrun.invariance import Invariance
-
 
     trial = NumericsTrial("float32", 1, 0.5, Invariance(4, 8, 8, None), slow, True)
     assert trial.predicted_tokens_per_s == pytest.approx(1 / 0.5)  # AR: EWIF 1
@@ -151,10 +180,19 @@ def test_divergences_report_the_first_differing_token_and_its_logit_gap():
 
     ar, other = _Tally(outputs=[[1, 3, 2], [1, 2]]), _Tally(outputs=[[1, 4, 2], [1, 2]])
     found = divergences(Target(), [[0], [0]], {"AR": ar, "X": other}, "AR")
-    assert found == [{"method": "X", "prompt": 0, "position": 1, "ar_token": 3,
-                      "method_token": 4, "logit_gap": pytest.approx(0.5)}]
-    short = divergences(Target(), [[0]], {"AR": _Tally(outputs=[[1, 3]]),
-                                          "Y": _Tally(outputs=[[1]])}, "AR")
+    assert found == [
+        {
+            "method": "X",
+            "prompt": 0,
+            "position": 1,
+            "ar_token": 3,
+            "method_token": 4,
+            "logit_gap": pytest.approx(0.5),
+        }
+    ]
+    short = divergences(
+        Target(), [[0]], {"AR": _Tally(outputs=[[1, 3]]), "Y": _Tally(outputs=[[1]])}, "AR"
+    )
     assert short[0]["position"] == 1 and short[0]["logit_gap"] is None
 
 

@@ -27,8 +27,12 @@ def test_all_interleaves_the_sets_and_limit_takes_the_first():
 
 def test_user_file_is_read(tmp_path):
     path = tmp_path / "mine.jsonl"
-    path.write_text(json.dumps({"prompt": "hello", "system": "be brief"}) + "\n\n"
-                    + json.dumps({"id": "b", "prompt": "world"}) + "\n")
+    path.write_text(
+        json.dumps({"prompt": "hello", "system": "be brief"})
+        + "\n\n"
+        + json.dumps({"id": "b", "prompt": "world"})
+        + "\n"
+    )
     prompts = load_prompts(path)
     assert prompts == [Prompt(f"{path}:1", "hello", "be brief"), Prompt("b", "world")]
 
@@ -64,8 +68,11 @@ def test_encode_plain_without_chat_template(tiny_tokenizer):
 
 
 def test_encode_applies_the_chat_template(tiny_tokenizer):
-    tok = tiny_tokenizer.__class__.from_pretrained(tiny_tokenizer.name_or_path) \
-        if tiny_tokenizer.name_or_path else tiny_tokenizer
+    tok = (
+        tiny_tokenizer.__class__.from_pretrained(tiny_tokenizer.name_or_path)
+        if tiny_tokenizer.name_or_path
+        else tiny_tokenizer
+    )
     tok.chat_template = (
         "{% for m in messages %}{{ m['role'] }} : {{ m['content'] }} . {% endfor %}"
         "{% if add_generation_prompt %}answer :{% endif %}"
@@ -74,8 +81,10 @@ def test_encode_applies_the_chat_template(tiny_tokenizer):
     words = tok.convert_ids_to_tokens(ids)
     assert words[-2:] == ["answer", ":"]
     assert "how" in words
-    assert encode(Prompt("p", "how many apples ?"), tok, chat_template=False) == \
-        tok("how many apples ?")["input_ids"]
+    assert (
+        encode(Prompt("p", "how many apples ?"), tok, chat_template=False)
+        == tok("how many apples ?")["input_ids"]
+    )
 
 
 def test_encode_refuses_prompts_that_encode_to_nothing(tiny_tokenizer):

@@ -25,8 +25,16 @@ def setup(tiny_models, tiny_tokenizer, tiny_prompts):
     models = {n: HFTokenModel(tiny_models[n].model, n) for n in ("target", "near", "draft")}
     models["mag"] = MaxGram(BigramTable.from_corpus(PROMPT_TEXTS, tiny_tokenizer))
     chain = [models[n] for n in ("target", "near", "draft", "mag")]
-    ms = measure(chain, tiny_prompts[:2], max_new_tokens=NEW, leniences=(1.0, 3.0), max_m=4,
-                 repeats=2, warmup=1, progress=False)
+    ms = measure(
+        chain,
+        tiny_prompts[:2],
+        max_new_tokens=NEW,
+        leniences=(1.0, 3.0),
+        max_m=4,
+        repeats=2,
+        warmup=1,
+        progress=False,
+    )
     return models, ms
 
 
@@ -34,10 +42,25 @@ def setup(tiny_models, tiny_tokenizer, tiny_prompts):
 def results(setup, tiny_prompts):
     models, ms = setup
     methods = default_methods(ms, neural=["near", "draft"], k_max=4)
-    methods.append(cascade_method("CSD 3-level l=3", "csd", ("target", "near", "draft", "mag"),
-                                  [[2, 0, 0], [0, 2, 0], [0, 0, 3]], 3.0))
-    return run(methods, models, tiny_prompts, model_set=ms, max_new_tokens=NEW,
-               eos_token_id=EOS, family="tiny", progress=False)
+    methods.append(
+        cascade_method(
+            "CSD 3-level l=3",
+            "csd",
+            ("target", "near", "draft", "mag"),
+            [[2, 0, 0], [0, 2, 0], [0, 0, 3]],
+            3.0,
+        )
+    )
+    return run(
+        methods,
+        models,
+        tiny_prompts,
+        model_set=ms,
+        max_new_tokens=NEW,
+        eos_token_id=EOS,
+        family="tiny",
+        progress=False,
+    )
 
 
 def test_every_method_reproduces_greedy_ar(results):
@@ -66,8 +89,7 @@ def test_results_file_round_trip_and_consistency(results, tmp_path):
 def test_swi_is_recomputed_from_counted_passes(setup, tiny_prompts):
     models, ms = setup
     method = cascade_method("SD near", "sd", ("target", "near"), [[3]])
-    res = run([method], models, tiny_prompts[:1], model_set=ms, max_new_tokens=NEW,
-              progress=False)
+    res = run([method], models, tiny_prompts[:1], model_set=ms, max_new_tokens=NEW, progress=False)
     # rerun by hand, counting passes the same way
     t, d = models["target"], models["near"]
     for x in (t, d):
@@ -120,29 +142,49 @@ def test_hf_baselines_match_plain_greedy(tiny_models, tiny_prompts):
     for prompt in tiny_prompts:
         ar = hf_generate(target, prompt, NEW, EOS)
         assert hf_generate(target, prompt, NEW, EOS, assistant_model=draft).tokens == ar.tokens
-        assert hf_generate(target, prompt, NEW, EOS, prompt_lookup_num_tokens=3).tokens == \
-            ar.tokens
+        assert hf_generate(target, prompt, NEW, EOS, prompt_lookup_num_tokens=3).tokens == ar.tokens
         assert len(ar.tokens) <= NEW and ar.seconds >= 0 and ar.prefill_seconds >= 0
 
 
 def test_bad_input(setup, tiny_prompts):
     models, ms = setup
     with pytest.raises(ValueError, match=r"upper[- ]triangular"):
-        run([cascade_method("bad", "csd", ("target", "near", "draft"), [[1, 0], [2, 1]])],
-            models, tiny_prompts, model_set=ms, progress=False)
+        run(
+            [cascade_method("bad", "csd", ("target", "near", "draft"), [[1, 0], [2, 1]])],
+            models,
+            tiny_prompts,
+            model_set=ms,
+            progress=False,
+        )
     with pytest.raises(ValueError, match=r"shape \(2, 2\)"):
         cascade_method("bad", "csd", ("target", "near", "draft"), [[1]])
     with pytest.raises(ValueError, match="empty"):
-        run([Method("AR", "autoregressive", ("target",))], models, [tiny_prompts[0], []],
-            model_set=ms, progress=False)
+        run(
+            [Method("AR", "autoregressive", ("target",))],
+            models,
+            [tiny_prompts[0], []],
+            model_set=ms,
+            progress=False,
+        )
     with pytest.raises(ValueError, match="not loaded"):
-        run([Method("AR", "autoregressive", ("ghost",))], models, tiny_prompts, model_set=ms,
-            progress=False)
+        run(
+            [Method("AR", "autoregressive", ("ghost",))],
+            models,
+            tiny_prompts,
+            model_set=ms,
+            progress=False,
+        )
     with pytest.raises(ValueError, match="greedy only"):
         from simulate.decoder.sampling import Decoding
 
-        run([Method("PL", "hf-prompt-lookup", ("target",), k=3)], models, tiny_prompts,
-            model_set=ms, decoding=Decoding(1.0), progress=False)
+        run(
+            [Method("PL", "hf-prompt-lookup", ("target",), k=3)],
+            models,
+            tiny_prompts,
+            model_set=ms,
+            decoding=Decoding(1.0),
+            progress=False,
+        )
     with pytest.raises(ValueError, match="kind"):
         Method("x", "beam", ("target",))
     assert np.isfinite(ms.cost).all()
@@ -153,8 +195,13 @@ def test_split_adds_up_to_the_wall_time_on_the_tiny_family(results):
     decoded = {m.name for m in results.methods if m.kind in ("sd", "csd")}
     assert decoded <= set(split)
     for name, b in split.items():
-        parts = (b["pass_s"] + sum(b["call_overhead_s"].values()) + sum(b["proposer_s"].values())
-                 + b["decoder_s"] + b["residual_s"])
+        parts = (
+            b["pass_s"]
+            + sum(b["call_overhead_s"].values())
+            + sum(b["proposer_s"].values())
+            + b["decoder_s"]
+            + b["residual_s"]
+        )
         assert parts == pytest.approx(b["wall_s"], rel=1e-12)
         method = results.method(name)
         assert b["wall_s"] == pytest.approx(method.seconds)

@@ -110,8 +110,11 @@ def _three_drafters(fill: str = "tokens") -> Cascade:
     a[1, 2:] = [0.85, 0.6]
     a[2, 3] = 0.65
     return Cascade(
-        a, [1.0, 0.1, 0.03, 0.0], [[2, 2, 5], [0, 3, 5], [0, 0, 5]],
-        cost_per_token=[0.01, 0.002, 0.0, 0.001], fill=fill,
+        a,
+        [1.0, 0.1, 0.03, 0.0],
+        [[2, 2, 5], [0, 3, 5], [0, 0, 5]],
+        cost_per_token=[0.01, 0.002, 0.0, 0.001],
+        fill=fill,
     )
 
 

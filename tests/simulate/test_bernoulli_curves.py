@@ -59,8 +59,12 @@ def test_plain_loop_reference_prices_curves_too():
     a[0, 1:] = [0.8, 0.7, 0.5]
     a[1, 2:] = [0.85, 0.6]
     a[2, 3] = 0.65
-    casc = Cascade(a, None, [[2, 2, 5], [0, 3, 5], [0, 0, 5]],
-                   cost_curve=[[1, 1.4, 1.2, 1.5], [0.1, 0.12], [0.03, 0.02], [0.0, 0.001]])
+    casc = Cascade(
+        a,
+        None,
+        [[2, 2, 5], [0, 3, 5], [0, 0, 5]],
+        cost_curve=[[1, 1.4, 1.2, 1.5], [0.1, 0.12], [0.03, 0.02], [0.0, 0.001]],
+    )
     loop = simulate_loop(casc, 6_000, seed=5)
     assert loop.ewif(LEVEL).contains(casc.ewif())
     assert compare(casc, result=loop).agrees(LEVEL)

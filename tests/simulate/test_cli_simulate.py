@@ -45,8 +45,9 @@ def test_file_with_cascade_section_and_command_line_override(tmp_path, capsys) -
     assert out["cascade"]["chosen"] == "the set's cascade section"
     assert out["cascade"]["K"] == ms.cascade.K.tolist()
     models = f"{ms.models[0]},{ms.models[3]}"
-    out = _json(capsys, str(path), "--trials", "5000", "--models", models, "--K", "[[4]]",
-                "--lenience", "1")
+    out = _json(
+        capsys, str(path), "--trials", "5000", "--models", models, "--K", "[[4]]", "--lenience", "1"
+    )
     assert out["cascade"]["models"] == [ms.models[0], ms.models[3]]
     exact = Cascade.from_model_set(ms, models=models.split(","), K=[[4]], lenience=1.0)
     assert out["comparison"]["rows"][0]["exact"] == pytest.approx(exact.ewif(), rel=1e-12)
@@ -56,8 +57,9 @@ def test_plot_and_bursty_report(tmp_path, capsys) -> None:
     from matplotlib import image
 
     png = tmp_path / "sim.png"
-    out = _json(capsys, "--preset", "t5-ende-ms", "--trials", "5000", "--plot", str(png),
-                "--rho", "0.5")
+    out = _json(
+        capsys, "--preset", "t5-ende-ms", "--trials", "5000", "--plot", str(png), "--rho", "0.5"
+    )
     assert out["plot"] == str(png)
     img = image.imread(png)
     assert img.shape[:2] == (630, 1500) and img.std() > 0.05

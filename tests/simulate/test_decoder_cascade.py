@@ -244,8 +244,11 @@ def test_misbehaving_models_are_reported() -> None:
         CascadeDecoder([Wide()], []).generate([1], 3)
 
 
-@given(st.lists(st.integers(0, 3), max_size=12), st.lists(st.integers(0, 3), max_size=12),
-       st.one_of(st.none(), st.integers(-2, 14)))
+@given(
+    st.lists(st.integers(0, 3), max_size=12),
+    st.lists(st.integers(0, 3), max_size=12),
+    st.one_of(st.none(), st.integers(-2, 14)),
+)
 def test_common_prefix_is_the_longest_shared_prefix_within_the_limit(a, b, limit):
     from simulate.decoder.interface import common_prefix
 

@@ -34,15 +34,18 @@ def test_cost_per_step_matches_witness(config) -> None:
     """Depth 1–3 cascades, random catch-up flags: exact E[cost per step] lies inside the
     witness's 99.9 % interval (150 streams × 12 steps, per-stream means)."""
     alpha, K, flags, fill = config
-    c = Cascade(alpha, None, K, cost_curve=_curves(K.shape[0], slope=0.3), fill=fill,
-                catch_up=flags)
+    c = Cascade(
+        alpha, None, K, cost_curve=_curves(K.shape[0], slope=0.3), fill=fill, catch_up=flags
+    )
     seed = zlib.crc32(repr((alpha.tolist(), K.tolist(), flags, fill)).encode())
     run = _witness(c, flags, 150, 12, seed)
     mean, se = _interval(run)
     # Rare outcomes (probability < 6.9/N) may be absent from N steps at 99.9 %: allow their
     # cost, bounded by a step's passes at the largest m of the exact law.
-    rare = 6.9 / (run.steps * run.tokens.size) * sum(
-        s.passes * float(c.pass_cost.at(s.model, s.support.max())) for s in c.pass_sizes()
+    rare = (
+        6.9
+        / (run.steps * run.tokens.size)
+        * sum(s.passes * float(c.pass_cost.at(s.model, s.support.max())) for s in c.pass_sizes())
     )
     assert abs(mean - c.expected_cost()) <= Z999 * se + rare
 
