@@ -14,7 +14,7 @@ command uses), :mod:`ewif.io` (model-set files), :mod:`ewif.theorems` and
 
 from ewif.cascade import Cascade
 from ewif.horizontal import HorizontalGradient, horizontal_ewif, horizontal_gradient
-from ewif.landscape import landscape
+from ewif.landscape import landscape_around
 from ewif.pass_cost import PassCost
 from ewif.pgf import Pgf
 from ewif.search import Configuration, OptimizeResult, best_sd, optimize
@@ -24,5 +24,5 @@ from ewif.theorems import T, best_k, phi, review, sd_ewif, vertical_c2_threshold
 __all__ = ["Pgf"]
 __all__ += ["T", "best_k", "phi", "review", "sd_ewif", "vertical_c2_threshold", "vertical_ewif"]
 __all__ += ["HorizontalGradient", "horizontal_ewif", "horizontal_gradient"]
-__all__ += ["Cascade", "Configuration", "OptimizeResult", "best_sd", "landscape", "optimize"]
+__all__ += ["Cascade", "Configuration", "OptimizeResult", "best_sd", "landscape_around", "optimize"]
 __all__ += ["PassCost", "paper_bounds"]

@@ -14,7 +14,10 @@ package dependencies pointing one way (ewif ← simulate ← realrun).
 
 Errors: a ``ValueError``/``TypeError``/``OSError`` raised by a command is printed as one
 line ``csd <command>: error: <message>`` and the exit status is 2 (argparse's convention
-for usage errors). ``KeyboardInterrupt`` exits with 130.
+for usage errors). A missing optional dependency (``torch`` on a theory-only install) is one
+line naming the extra to install (:data:`EXTRAS`), exit 2. ``KeyboardInterrupt`` exits with
+130. ``csd --help`` lists every command with its one-line ``HELP``; ``csd --version`` prints
+the installed version.
 
 Pipes: a reader that stops early (``csd recommend | head -20``) is normal, not an error.
 A ``BrokenPipeError`` (raised by a write, or by the flush of buffered output that
@@ -30,14 +33,47 @@ import importlib
 import os
 import sys
 from collections.abc import Sequence
-from importlib.metadata import entry_points
+from importlib.metadata import entry_points, version
 
 GROUP = "csd.commands"
+DISTRIBUTION = "cascade-speculative-drafting"
+#: Top-level module -> the ``pip install`` that provides it.
+EXTRAS = {
+    "torch": f"pip install torch==2.13.0 && pip install '{DISTRIBUTION}[realrun]'",
+    "transformers": f"pip install '{DISTRIBUTION}[realrun]'",
+    "accelerate": f"pip install '{DISTRIBUTION}[realrun]'",
+    "safetensors": f"pip install '{DISTRIBUTION}[realrun]'",
+    "gguf": f"pip install '{DISTRIBUTION}[realrun]'",
+    "llama_cpp": 'pip install "$(benchmarks/build_llamacpp_wheel.sh)" (see docs/realrun.md)',
+}
 
 
 def _commands() -> dict[str, str]:
     """Map command name -> module path, from the installed entry points."""
     return {ep.name: ep.value for ep in entry_points(group=GROUP)}
+
+
+def _command_list(commands: dict[str, str]) -> str:
+    """``commands:`` and one line per command with its ``HELP`` (the modules are light:
+    they import heavy dependencies only when run)."""
+    width = max(map(len, commands), default=0)
+    lines = ["commands:"]
+    for name in sorted(commands):
+        help_line = getattr(importlib.import_module(commands[name]), "HELP", "")
+        lines.append(f"  {name:<{width}}  {help_line}")
+    return "\n".join(lines)
+
+
+def _show_defaults(parser: argparse.ArgumentParser) -> None:
+    """Append ``(default: …)`` to the help of every option with a default its help does not
+    already state (flags that are off by default and options without a default excepted)."""
+    for action in parser._actions:
+        default = action.default
+        if not action.option_strings or any(default is v for v in (None, False, argparse.SUPPRESS)):
+            continue
+        text = action.help or ""
+        if "default" not in text:
+            action.help = f"{text} (default: %(default)s)".strip()
 
 
 class _Parser(argparse.ArgumentParser):
@@ -79,10 +115,15 @@ def _dispatch(argv: list[str]) -> int:
     top = _Parser(
         prog="csd",
         description="Cascade Speculative Drafting: theory, simulation and real-model runs.",
-        epilog="commands: " + ", ".join(sorted(commands)) + ". Run 'csd COMMAND --help'.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     top.add_argument("command", choices=sorted(commands), metavar="COMMAND")
-    if not argv or argv[0] in ("-h", "--help"):
+    top.add_argument("--version", action="store_true", help="print the version and exit")
+    if argv and argv[0] == "--version":
+        print(f"csd {version(DISTRIBUTION)}")
+        return 0
+    if not argv or argv[0] in ("-h", "--help"):  # only help imports every command module
+        top.epilog = _command_list(commands) + "\n\nRun 'csd COMMAND --help' for its options."
         top.print_help()
         return 0 if argv else 2
     name = argv[0]
@@ -91,11 +132,22 @@ def _dispatch(argv: list[str]) -> int:
     module = importlib.import_module(commands[name])
     parser = _Parser(prog=f"csd {name}", description=module.HELP)
     module.add_arguments(parser)
+    _show_defaults(parser)
     args = parser.parse_args(argv[1:])
     try:
         return int(module.run(args) or 0)
     except BrokenPipeError:
         raise
+    except ModuleNotFoundError as exc:
+        top_level = (exc.name or "").split(".")[0]
+        if top_level not in EXTRAS:
+            raise
+        print(
+            f"csd {name}: error: this command needs {top_level!r}, which is not installed; "
+            f"install it with: {EXTRAS[top_level]}",
+            file=sys.stderr,
+        )
+        return 2
     except (ValueError, TypeError, OSError) as exc:
         print(f"csd {name}: error: {exc}", file=sys.stderr)
         return 2

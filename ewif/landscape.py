@@ -43,7 +43,7 @@ class Landscape:
         }
 
 
-def landscape(
+def landscape_around(
     result: OptimizeResult,
     entries: tuple[Entry, Entry] | None = None,
     k_max: int = 30,
@@ -84,7 +84,7 @@ def landscape_of(
     entries: tuple[Entry, Entry] | None = None,
     k_max: int = 30,
 ) -> Landscape:
-    """:func:`landscape` around a :class:`~ewif.cascade.Cascade` built from ``model_set``
+    """:func:`landscape_around` around a :class:`~ewif.cascade.Cascade` built from ``model_set``
     (its models must be named; its lenience is the set's lenience whose α it carries)."""
     if not cascade.names:
         raise ValueError("cascade must name its models (build it with Cascade.from_model_set)")
@@ -113,7 +113,7 @@ def landscape_of(
         model_set=model_set,
         fill=cascade.fill,
     )
-    return landscape(around, entries=entries, k_max=k_max)
+    return landscape_around(around, entries=entries, k_max=k_max)
 
 
 def _ewif_at(result: OptimizeResult, cfg: Configuration, changes: dict[Entry, int]) -> float:

@@ -57,7 +57,7 @@ def _lib():
         except ImportError as exc:
             raise ImportError(
                 "the llama.cpp backend needs llama-cpp-python: pip install -e '.[llamacpp]' "
-                "(it compiles llama.cpp; see README, 'llama.cpp backend')"
+                "(it compiles llama.cpp; see docs/realrun.md, 'llama.cpp backend')"
             ) from exc
 
         @llama_cpp.llama_log_callback

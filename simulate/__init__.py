@@ -1,7 +1,7 @@
 """Monte Carlo witnesses of the exact theory in ``ewif`` (they share only its config types)."""
 
 from simulate.bernoulli import SimulationResult, simulate
-from simulate.compare import Comparison, compare
+from simulate.compare import Comparison, compare_with_exact
 from simulate.correlated import (
     MarkovAcceptance,
     PositionAcceptance,
@@ -10,6 +10,6 @@ from simulate.correlated import (
 )
 from simulate.special import simulate_horizontal, simulate_sd, simulate_vertical
 
-__all__ = ["Comparison", "SimulationResult", "compare", "simulate"]
+__all__ = ["Comparison", "SimulationResult", "compare_with_exact", "simulate"]
 __all__ += ["MarkovAcceptance", "PositionAcceptance", "correlation_report", "simulate_markov"]
 __all__ += ["simulate_horizontal", "simulate_sd", "simulate_vertical"]

@@ -1,6 +1,6 @@
 """Simulation versus exact theory: a z-score for every quantity ``ewif.Cascade`` predicts.
 
-``compare(cascade)`` simulates the cascade (:func:`simulate.bernoulli.simulate`) and
+``compare_with_exact(cascade)`` simulates the cascade (:func:`simulate.bernoulli.simulate`) and
 sets each estimate against the exact value:
 
 * ``ewif``, ``expected_tokens``, ``expected_cost``, ``calls[i]``:
@@ -90,7 +90,7 @@ def default_max_position(cascade: Any, floor: float = 1e-3, cap: int = 64) -> in
     return int(big[-1] + 1) if big.size else 1
 
 
-def compare(
+def compare_with_exact(
     cascade: Any,
     trials: int = 200_000,
     seed: int | None = 0,

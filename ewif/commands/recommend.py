@@ -56,6 +56,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--plot", metavar="PATH", help="write STEM-landscape.SUF and STEM-decay.SUF (png/svg/pdf)"
     )
+    parser.add_argument(
+        "--batch-sizes",
+        metavar="B,B,...",
+        help="also give plain SD's best draft length at each batch size (ewif.batch; "
+        "0 = do not speculate), per drafter, and the schedule as ranges",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -112,13 +118,63 @@ def run(args: argparse.Namespace) -> int:
         "table": [_cfg(c) for c in result.table],
         "interrupted": result.interrupted,
     }
+    if ms.bootstrap is not None:
+        out["interval"] = _interval(ms, best)
+    if args.batch_sizes:
+        out["batch_schedule"] = _batch_schedule(ms, args.batch_sizes, k_max)
     if plot_paths:
         out["plots"] = [str(p) for p in _plots(result, casc, ms, plot_paths, k_max)]
     if args.json:
         print(json.dumps(out, indent=2))
     else:
         print(_human(out, best, sd))
-    return 0
+    return INTERRUPTED if result.interrupted else 0
+
+
+#: Largest batch size --batch-sizes accepts (the exact law convolves B rows).
+MAX_BATCH = 1024
+
+
+def _batch_schedule(ms, spec: str, k_max: int) -> dict:
+    """Per drafter: the best plain-SD draft length at every asked batch size and the ranges."""
+    from ewif.batch import best_draft_lengths, schedule
+
+    try:
+        sizes = [int(v) for v in spec.split(",")]
+    except ValueError:
+        raise ValueError(
+            f"--batch-sizes must be batch sizes separated by commas, e.g. 1,2,4,8, got {spec!r}"
+        ) from None
+    bad = [b for b in sizes if not 1 <= b <= MAX_BATCH]
+    if bad:
+        raise ValueError(f"--batch-sizes must lie in 1..{MAX_BATCH}, got {bad[0]}")
+    out = {}
+    for drafter in ms.models[1:]:
+        choices = best_draft_lengths(ms, drafter, sizes, k_max=k_max)
+        out[drafter] = {
+            "by_batch": [{"batch": c.batch, "k": c.k, "ratio": c.ratio} for c in choices],
+            "ranges": [{"low": r.low, "high": r.high, "k": r.k} for r in schedule(choices)],
+        }
+    return out
+
+
+#: Exit status after Ctrl-C, when a partial result was printed (128 + SIGINT, as the shell).
+INTERRUPTED = 130
+
+
+def _interval(ms, best) -> dict:
+    """The bootstrap interval of the best configuration's EWIF (:mod:`ewif.bootstrap`) and
+    whether it settles the decision against AR (EWIF 1)."""
+    from ewif.bootstrap import prediction_interval
+
+    iv = prediction_interval(ms, best.models, best.K, best.lenience)
+    return {
+        "level": iv.level,
+        "low": iv.low,
+        "high": iv.high,
+        "prompts": ms.bootstrap.prompts,
+        "settled": not iv.contains(1.0),
+    }
 
 
 def _cfg(c) -> dict:
@@ -136,12 +192,12 @@ def _plot_paths(path: str) -> tuple[Path, Path]:
 
 
 def _plots(result, casc, ms, paths, k_max) -> list[Path]:
-    from ewif.landscape import landscape
+    from ewif.landscape import landscape_around
     from ewif.plotting.decay import compute_decay, draw_decay
     from ewif.plotting.landscape import draw_landscape
 
     return [
-        draw_landscape(landscape(result, k_max=min(k_max, 30)), paths[0]),
+        draw_landscape(landscape_around(result, k_max=min(k_max, 30)), paths[0]),
         draw_decay(
             compute_decay(casc, max_position=25),
             paths[1],
@@ -175,6 +231,17 @@ def _human(out: dict, best, sd) -> str:
         "autoregressive      : EWIF 1.0000",
         "",
     ]
+    iv = out.get("interval")
+    if iv:
+        lines[-1:-1] = [
+            f"{100 * iv['level']:.0f}% interval        : [{iv['low']:.4f}, {iv['high']:.4f}]; "
+            f"margin over AR {100 * (best.ewif - 1):+.1f}% [{100 * (iv['low'] - 1):+.1f}%, "
+            f"{100 * (iv['high'] - 1):+.1f}%] (bootstrap over {iv['prompts']} measuring prompts)"
+        ]
+        if not iv["settled"]:
+            lines[-1:-1] = [
+                "the best speculative configuration is within the noise of AR: measure more prompts"
+            ]
     if out["cost_model"] == "curve":
         lines += [
             "review sizes (measured pass-cost curves; m = positions per pass):",
@@ -206,6 +273,19 @@ def _human(out: dict, best, sd) -> str:
             ],
         ),
     ]
+    for drafter, sched in out.get("batch_schedule", {}).items():
+        parts = [
+            f"B={r['low']}"
+            + (f"..{r['high']}" if r["high"] > r["low"] else "")
+            + (f": k={r['k']}" if r["k"] else ": AR")
+            for r in sched["ranges"]
+        ]
+        ratios = ", ".join(f"B={c['batch']} {c['ratio']:.3f}x" for c in sched["by_batch"])
+        lines += [
+            "",
+            f"batch-aware plain SD with {drafter}: " + "; ".join(parts),
+            f"  throughput vs AR at the same batch: {ratios}",
+        ]
     if out.get("plots"):
         lines += ["", "plots: " + ", ".join(out["plots"])]
     if out["interrupted"]:

@@ -13,6 +13,11 @@ the passes that really ran and prices each at its size on the measured cost curv
 * SWI ≈ predicted, measured off the line → the *cost model* (per-pass overhead, c) is off;
 * SWI off the line as well → the *acceptance model* (i.i.d. α) is off.
 
+When the run carries prediction intervals (``metadata.prediction_intervals``, the 90 %
+bootstrap over measuring prompts of :mod:`ewif.bootstrap`), each prediction is drawn with its
+interval as a horizontal bar: a point whose bar does not reach the line y = x is a miss the
+measuring prompts' noise does not explain.
+
 Methods with no prediction (transformers' own baselines) are drawn as horizontal reference
 lines at their measured speedup. :func:`compute_calibration` gathers the points,
 :func:`draw_calibration` draws them.
@@ -38,6 +43,7 @@ class CalibrationPoint:
     predicted: float | None
     measured: float | None
     swi: float | None
+    interval: tuple[float, float] | None = None
 
     @property
     def error(self) -> float | None:
@@ -78,6 +84,7 @@ class CalibrationData:
                     "measured": p.measured,
                     "swi": p.swi,
                     "error": p.error,
+                    "interval": None if p.interval is None else list(p.interval),
                 }
                 for p in self.points
             ]
@@ -94,8 +101,17 @@ def compute_calibration(
     a prediction and a measured speedup.
     """
     run = _as_results(results)
+    intervals = run.metadata.get("prediction_intervals") or {}
     points = [
-        CalibrationPoint(m.name, m.kind, m.predicted_speedup, m.speedup, m.swi) for m in run.methods
+        CalibrationPoint(
+            m.name,
+            m.kind,
+            m.predicted_speedup,
+            m.speedup,
+            m.swi,
+            (intervals[m.name]["low"], intervals[m.name]["high"]) if m.name in intervals else None,
+        )
+        for m in run.methods
     ]
     if not any(p.predicted is not None and p.measured is not None for p in points):
         raise ValueError(
@@ -118,7 +134,12 @@ def draw_calibration(
         "predicted speedup: EWIF (× autoregressive)",
         "measured speedup (× autoregressive tokens/s)",
     )
-    values = [v for p in points for v in (p.predicted, p.measured, p.swi) if v is not None]
+    values = [
+        v
+        for p in points
+        for v in (p.predicted, p.measured, p.swi, *(p.interval or ()))
+        if v is not None
+    ]
     top = max(values) * 1.12
     bottom = min(0.0, min(values))
     ax.fill_between(
@@ -151,6 +172,21 @@ def draw_calibration(
         label="measured (wall-clock)",
         **_no_caps(0),
     )
+    with_interval = [p for p in paired if p.interval is not None]
+    if with_interval:
+        ax.errorbar(
+            [p.predicted for p in with_interval],
+            [p.measured for p in with_interval],
+            xerr=[
+                [p.predicted - p.interval[0] for p in with_interval],
+                [p.interval[1] - p.predicted for p in with_interval],
+            ],
+            fmt="none",
+            ecolor=style.COLOURS[0],
+            elinewidth=1.2,
+            capsize=3,
+            label="interval of the prediction (bootstrap over measuring prompts)",
+        )
     with_swi = [p for p in paired if p.swi is not None]
     if with_swi:
         ax.plot(

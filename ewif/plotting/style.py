@@ -24,11 +24,13 @@ bounding box — so a PNG written with the defaults is :data:`DEFAULT_SIZE` × :
 from __future__ import annotations
 
 import os
+import textwrap
 from pathlib import Path
 from typing import Any
 
 SUFFIXES = (".png", ".svg", ".pdf")
 DEFAULT_SIZE = (6.4, 4.2)  # inches
+TITLE_WIDTH = 64  # characters of a title line that fit one axes at the default size
 DPI = 150
 CMAP = "cividis"
 
@@ -90,11 +92,19 @@ def figure(
         ax.set_ylabel(ylabel)
         ax.grid(True, color="0.85", linewidth=0.6)
         ax.set_axisbelow(True)
+    title = wrap_title(title, TITLE_WIDTH * ncols)
     if ncols == 1:
         axes[0].set_title(title)
         return fig, axes[0]
     fig.suptitle(title)
     return fig, axes
+
+
+def wrap_title(title: str, width: int) -> str:
+    """Each line of ``title`` wrapped at ``width`` characters, so no title is cut off."""
+    return "\n".join(
+        "\n".join(textwrap.wrap(line, width)) if line else "" for line in title.split("\n")
+    )
 
 
 def line(i: int) -> dict[str, Any]:

@@ -102,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(results.to_dict(), indent=2))
     else:
         print(format_results(results))
-    return 0
+    return 130 if results.metadata.get("interrupted") else 0  # Ctrl-C: 128 + SIGINT
 
 
 def _plots(results, path: Path) -> None:

@@ -97,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
     from ewif import limits, validate
     from ewif.recommendation import load_model_set
     from simulate.bernoulli import simulate
-    from simulate.compare import compare, default_max_position
+    from simulate.compare import compare_with_exact, default_max_position
 
     trials = validate.count("--trials", args.trials, minimum=2)
     limits.count("--trials", trials, limits.MAX_TRIALS, "target steps (minutes at worst)")
@@ -116,7 +116,7 @@ def run(args: argparse.Namespace) -> int:
     progress = sys.stderr.isatty() and not args.json
     result = simulate(cascade, trials, args.seed, progress=progress)
     m = args.positions or default_max_position(cascade)
-    comparison = compare(cascade, max_position=m, result=result, level=level)
+    comparison = compare_with_exact(cascade, max_position=m, result=result, level=level)
     out = {
         "source": where,
         "cascade": {
@@ -148,6 +148,8 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(out, indent=2))
     else:
         print(_human(out, comparison, level))
+    if result.interrupted:
+        return 130  # Ctrl-C: the partial comparison was printed (128 + SIGINT)
     return 0 if comparison.agrees(level) else 1
 
 

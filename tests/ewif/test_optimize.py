@@ -10,7 +10,7 @@ import pytest
 
 from ewif import best_k
 from ewif.cascade import Cascade
-from ewif.landscape import landscape
+from ewif.landscape import landscape_around
 from ewif.presets import load_preset
 from ewif.search import as_model_set, best_sd, optimize
 from ewif.space import paper_bounds
@@ -130,7 +130,7 @@ def test_best_sd_matches_best_k():
 def test_landscape_grid_is_exact():
     ms = load_preset("flan-t5-ms")
     r = optimize(ms, bounds=paper_bounds(10), subsets=False)
-    land = landscape(r, k_max=10)
+    land = landscape_around(r, k_max=10)
     (r1, j1), (r2, j2) = land.entries
     i, j = 3, 6
     K = r.best.K.copy()

@@ -115,6 +115,20 @@ def test_plot_calibration_writes_an_image(results_file, tmp_path, suffix):
     assert "mean 7.6%" in data.summary  # (|2/1.8-1| + |2.3/2.4-1|)/2 = 7.64 %, in the title
 
 
+def test_calibration_draws_prediction_intervals(tmp_path):
+    data = results_dict()
+    data["metadata"]["prediction_intervals"] = {
+        "SD k=4": {"point": 2.0, "low": 1.7, "high": 2.2, "level": 0.9, "inside": True},
+        "CSD": {"point": 2.3, "low": 2.25, "high": 2.35, "level": 0.9, "inside": False},
+    }
+    cal = compute_calibration(res.Results.from_dict(data))
+    points = {p.name: p for p in cal.points}
+    assert points["SD k=4"].interval == (1.7, 2.2) and points["AR"].interval is None
+    assert cal.to_dict()["methods"][2]["interval"] == [2.25, 2.35]
+    out = draw_calibration(cal, tmp_path / "cal.png")
+    assert_image(out)
+
+
 def test_plot_calibration_bad_input(tmp_path, results_file):
     wrong = tmp_path / "models.json"
     wrong.write_text(json.dumps({"schema": "csd.models/1", "models": []}))
@@ -312,3 +326,11 @@ def test_csd_plot_wrong_schema_file_exit_2(capsys, tmp_path, option):
     rc, _, err = csd(capsys, *argv)
     assert rc == 2 and "schema must be" in err and "'csd.models/9'" in err
     assert err.count("\n") == 1 and not out.exists()
+
+
+def test_long_titles_are_wrapped_not_cut_off():
+    long = "Qwen2.5-Coder 1.5B > 0.5B > Max-Gram on this CPU (float16, 2 threads, held-out prompts)"
+    fig, ax = style.figure(long, "x", "y")
+    lines = ax.get_title().split("\n")
+    assert len(lines) >= 2 and all(len(line) <= style.TITLE_WIDTH for line in lines)
+    assert " ".join(lines) == long

@@ -16,7 +16,7 @@ from ewif.cascade import Cascade
 from ewif.theorems import phi
 from ewif.theorems import review as review_pgf
 from simulate.bernoulli import CascadeSpec, IidAcceptance, simulate
-from simulate.compare import compare
+from simulate.compare import compare_with_exact
 from simulate.loop_reference import simulate_loop
 from simulate.stats import chi_square_gof
 
@@ -64,7 +64,7 @@ def cascades(draw: st.DrawFn, n: int) -> Cascade:
 @given(data=st.data(), seed=st.integers(0, 2**32 - 1))
 def test_random_cascades_agree_with_exact_theory(depth: int, data: st.DataObject, seed: int):
     cascade = data.draw(cascades(depth), label="cascade")
-    comparison = compare(cascade, trials=20_000, seed=seed, level=LEVEL)
+    comparison = compare_with_exact(cascade, trials=20_000, seed=seed, level=LEVEL)
     result = comparison.result
     # Exact EWIF inside the simulated 99.9 % delta-method interval.
     assert result.ewif(LEVEL).contains(cascade.ewif()), comparison.row("ewif")
@@ -122,7 +122,7 @@ def _three_drafters(fill: str = "tokens") -> Cascade:
 def test_plain_loop_reference_agrees_with_exact_theory(fill: str) -> None:
     cascade = _three_drafters(fill)
     loop = simulate_loop(cascade, 6_000, seed=5)
-    comparison = compare(cascade, result=loop)
+    comparison = compare_with_exact(cascade, result=loop)
     assert loop.ewif(LEVEL).contains(cascade.ewif())
     assert comparison.agrees(LEVEL)
 

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from ewif.cascade import Cascade
 from simulate.bernoulli import CascadeSpec, simulate
-from simulate.compare import compare
+from simulate.compare import compare_with_exact
 from simulate.loop_reference import simulate_loop
 from tests.simulate.test_bernoulli import cascades
 
@@ -35,7 +35,7 @@ def curved(draw: st.DrawFn, n: int) -> Cascade:
 @given(data=st.data(), seed=st.integers(0, 2**32 - 1))
 def test_random_curve_cascades_agree_with_exact_theory(depth, data, seed):
     cascade = data.draw(curved(depth), label="cascade")
-    comparison = compare(cascade, trials=20_000, seed=seed, level=LEVEL)
+    comparison = compare_with_exact(cascade, trials=20_000, seed=seed, level=LEVEL)
     assert comparison.result.ewif(LEVEL).contains(cascade.ewif()), comparison.row("ewif")
     assert comparison.agrees(LEVEL), [r for r in comparison.rows if abs(r.z) > 3.29]
 
@@ -67,4 +67,4 @@ def test_plain_loop_reference_prices_curves_too():
     )
     loop = simulate_loop(casc, 6_000, seed=5)
     assert loop.ewif(LEVEL).contains(casc.ewif())
-    assert compare(casc, result=loop).agrees(LEVEL)
+    assert compare_with_exact(casc, result=loop).agrees(LEVEL)

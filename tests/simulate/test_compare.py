@@ -12,7 +12,7 @@ import pytest
 
 from ewif.cascade import Cascade
 from simulate.bernoulli import simulate
-from simulate.compare import compare, default_max_position
+from simulate.compare import compare_with_exact, default_max_position
 
 
 def _cascade(alpha01: float = 0.8) -> Cascade:
@@ -23,7 +23,7 @@ def _cascade(alpha01: float = 0.8) -> Cascade:
 
 def test_every_quantity_is_compared_and_agrees() -> None:
     cascade = _cascade()
-    c = compare(cascade, trials=50_000, seed=8)
+    c = compare_with_exact(cascade, trials=50_000, seed=8)
     names = [r.quantity for r in c.rows]
     m = default_max_position(cascade)
     assert names[:3] == ["ewif", "expected_tokens", "expected_cost"]
@@ -41,8 +41,8 @@ def test_a_slightly_wrong_theory_is_detected() -> None:
     """Simulate α01 = 0.8 but compare with the exact values of α01 = 0.78."""
     truth, wrong = _cascade(0.8), _cascade(0.78)
     result = simulate(truth, 100_000, seed=1)
-    assert compare(truth, result=result).agrees()
-    off = compare(wrong, result=result)
+    assert compare_with_exact(truth, result=result).agrees()
+    off = compare_with_exact(wrong, result=result)
     assert not off.agrees()
     assert off.row("accept@1").z > 5 and off.chi_square.p_value < 1e-6
 
@@ -52,4 +52,4 @@ def test_default_max_position_follows_the_curve() -> None:
     curve = cascade.acceptance_by_position(64)
     m = default_max_position(cascade)
     assert curve[m - 1] >= 1e-3 > curve[m]
-    assert len(compare(cascade, trials=2_000, max_position=2).rows) == 6 + 2
+    assert len(compare_with_exact(cascade, trials=2_000, max_position=2).rows) == 6 + 2
