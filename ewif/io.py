@@ -15,6 +15,9 @@ and the presets in ``ewif/presets/`` use it. JSON or YAML (by extension)::
       - [0.0]                              # one-point curve is flat)
     catch_up: [false, true, true, false]   # optional (/3): KV-cached drafters feed what they
                                            # have not fed (ewif.catch_up); false: the paper's m
+    bootstrap:                             # optional (/3): per-prompt evidence for intervals
+      acceptance_by_prompt: {"1,0,1": [[23.0, 32], [19.0, 32]]}   # (ewif.bootstrap)
+      cost_curve_stderr: [[0.01, 0.012, 0.02, 0.02], [0.0004, 0.0005], [0.0001], [0.0]]
     alpha:                                 # lenience -> (n+1)×(n+1) matrix
       "1": [[null, 0.73, 0.65, 0.40],      # alpha[r][j]: reviewer r accepts a token of j
             [null, null, 0.80, 0.50],      # (only r < j is read; null = not measured)
@@ -30,9 +33,10 @@ and the presets in ``ewif/presets/`` use it. JSON or YAML (by extension)::
 then be omitted (it is the curves' ``m = 1`` values, and must equal them when given) and
 ``cost_per_token`` must be absent or zero. ``catch_up`` (schema ``csd.models/3``, one
 boolean per model, default all false) marks the models whose passes are priced with their
-catch-up pass (:mod:`ewif.catch_up`); ``csd.models/1`` (no curves) and ``/2`` (no
-``catch_up``) files still read, with the same meaning; files are written as
-``csd.models/3``.
+catch-up pass (:mod:`ewif.catch_up`); ``bootstrap`` (``/3``) carries the per-prompt
+evidence behind the prediction intervals of :mod:`ewif.bootstrap`. ``csd.models/1`` (no
+curves) and ``/2`` (no ``catch_up``, no ``bootstrap``) files still read, with the same
+meaning; files are written as ``csd.models/3``.
 """
 
 from __future__ import annotations
@@ -46,6 +50,7 @@ from typing import Any
 import numpy as np
 
 from ewif import validate
+from ewif.bootstrap import BootstrapData
 from ewif.pass_cost import PassCost
 
 SCHEMA = "csd.models/3"
@@ -80,6 +85,7 @@ class ModelSet:
     metadata: dict[str, Any] = field(default_factory=dict)
     cost_curve: tuple[np.ndarray, ...] | None = None
     catch_up: tuple[bool, ...] | None = None
+    bootstrap: BootstrapData | None = None
 
     def __post_init__(self) -> None:
         n1 = len(self.models)
@@ -137,6 +143,8 @@ class ModelSet:
                     f"alpha_by_position key '{r},{j}' must name a reviewer r and a drafter "
                     f"j with 0 <= r < j < {n1} (model indices)"
                 )
+        if self.bootstrap is not None:
+            self.bootstrap.check(self)
         if self.cascade is not None:  # a configuration that cannot be evaluated is malformed
             from ewif.cascade import Cascade
 
@@ -186,6 +194,8 @@ class ModelSet:
                 "K": self.cascade.K.tolist(),
                 "lenience": self.cascade.lenience,
             }
+        if self.bootstrap is not None:
+            out["bootstrap"] = self.bootstrap.to_dict()
         out["metadata"] = self.metadata
         return out
 
@@ -205,9 +215,10 @@ class ModelSet:
             raise ValueError(
                 f"{source}: cost_curve needs schema 'csd.models/2' or later, got {schema!r}"
             )
+        for key in ("catch_up", "bootstrap"):
+            if data.get(key) is not None and schema != SCHEMA:
+                raise ValueError(f"{source}: {key} needs schema {SCHEMA!r}, got {schema!r}")
         catch_up = data.get("catch_up")
-        if catch_up is not None and schema != SCHEMA:
-            raise ValueError(f"{source}: catch_up needs schema {SCHEMA!r}, got {schema!r}")
         for key in ("models", "alpha") if curves is not None else ("models", "cost", "alpha"):
             if key not in data:
                 raise ValueError(f"{source}: missing required key {key!r}")
@@ -275,6 +286,8 @@ class ModelSet:
         if not isinstance(metadata, dict):
             raise ValueError(f"{source}: metadata must be a mapping, got {metadata!r}")
         try:
+            boot = data.get("bootstrap")
+            boot = None if boot is None else BootstrapData.from_dict(boot)
             return cls(
                 models=tuple(models),
                 cost=cost,
@@ -285,6 +298,7 @@ class ModelSet:
                 metadata=dict(metadata),
                 cost_curve=curves,
                 catch_up=None if catch_up is None else tuple(catch_up),
+                bootstrap=boot,
             )
         except ValueError as exc:
             raise ValueError(f"{source}: {exc}") from None

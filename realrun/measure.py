@@ -52,6 +52,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from ewif import validate
+from ewif.bootstrap import BootstrapData
 from ewif.io import ModelSet
 from realrun.timing import PassTiming, time_passes, time_proposer
 from simulate.decoder.cascade import CascadeDecoder
@@ -138,6 +139,14 @@ class Acceptance:
             alpha[lenience] = mat
         return alpha
 
+    def by_prompt(self) -> dict[tuple[float, int, int], np.ndarray]:
+        """Per pair and lenience, one ``[Σ_t a_t, T]`` row per prompt: the evidence the
+        bootstrap over prompts resamples (:mod:`ewif.bootstrap`)."""
+        return {
+            key: np.array([[float(a.sum()), a.size] for a in arrs])
+            for key, arrs in self.runs.items()
+        }
+
     def typical_context(self) -> tuple[list[int], list[int]]:
         """The ``(prompt, continuation)`` of median total length: the context the cost
         curves are timed on (attention cost grows with the context)."""
@@ -169,6 +178,17 @@ class Costs:
         """``t_0(1)``: the target's one-token pass, the unit of the curves."""
         first = next(iter(self.timings.values()))
         return first.seconds[0]
+
+    def curve_stderr(self) -> tuple[np.ndarray, ...]:
+        """Standard error of every point of :attr:`curves` (same units; 0 for a proposer,
+        whose per-token time is not repeated), interpolated like the curves."""
+        unit = self.target_pass_seconds
+        out = []
+        for t, curve in zip(self.timings.values(), self.curves, strict=True):
+            timed = isinstance(t, PassTiming) and t.stderr
+            se = np.interp(np.arange(1, t.m[-1] + 1), t.m, t.stderr) / unit if timed else None
+            out.append(np.zeros(curve.size) if se is None else se)
+        return tuple(out)
 
 
 def measure_acceptance(
@@ -280,6 +300,9 @@ def assemble_model_set(
         metadata=meta,
         cost_curve=curves,
         catch_up=catch_up_flags(costs),
+        bootstrap=BootstrapData(acceptance.by_prompt(), costs.curve_stderr())
+        if len(acceptance.contexts) >= 2
+        else None,
     )
 
 

@@ -73,6 +73,16 @@ def format_results(results: Results) -> str:
             for size, v in sizes
         ]
         rows.append(f"{name}: target passes in the run, median: " + ", ".join(parts))
+    for name, v in results.metadata.get("prediction_intervals", {}).items():
+        where = "inside" if v["inside"] else "outside"
+        rows.append(
+            f"{name}: predicted {v['point']:.3f}× [{v['low']:.2f}, {v['high']:.2f}] "
+            f"({100 * v['level']:.0f}% bootstrap over measuring prompts; measured "
+            f"{where})"
+        )
+    coverage = results.metadata.get("interval_coverage")
+    if coverage is not None:
+        rows.append(f"measurements inside their interval: {100 * coverage:.0f}%")
     rows.extend(wall_time_lines(results.metadata.get("wall_time_split", {})))
     median = results.metadata.get("median_prediction_error")
     if median is not None:

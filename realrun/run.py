@@ -36,7 +36,10 @@ finished (``metadata.interrupted``). ``metadata.counted_passes`` keeps, per sd/c
 model, the passes, the positions and the passes by size m counted, so a run can be re-priced
 with another cost model; ``metadata.in_run_pass_seconds`` the mean and median wall time of
 those passes by size m (the in-run cost curve, to set against the measured one);
-``metadata.wall_time_split`` every method's wall time split into passes, call overhead,
+``metadata.prediction_intervals`` the 90 % bootstrap interval of every sd/csd prediction
+(resampling measuring prompts, :mod:`ewif.bootstrap`) with whether the measurement fell
+inside, ``metadata.interval_coverage`` the share that did; ``metadata.wall_time_split`` every
+method's wall time split into passes, call overhead,
 proposers, the decoder's own work and the residual (:mod:`realrun.books`; methods our decoder
 runs).
 """
@@ -52,6 +55,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from ewif import explain, validate
+from ewif.bootstrap import prediction_interval
 from ewif.cascade import Cascade
 from ewif.io import ModelSet
 from ewif.recommendation import Recommendation, recommend
@@ -507,7 +511,31 @@ def _results(
         for m in results.methods
         if m.name in in_run and m.speedup
     }
+    if model_set.bootstrap is not None:
+        intervals = prediction_intervals(results, model_set)
+        metadata["prediction_intervals"] = intervals
+        inside = [v["inside"] for v in intervals.values()]
+        metadata["interval_coverage"] = sum(inside) / len(inside) if inside else None
     return results
+
+
+def prediction_intervals(results: Results, model_set: ModelSet) -> dict[str, dict]:
+    """Per sd/csd method: the 90 % bootstrap interval of its predicted speed-up
+    (:func:`ewif.bootstrap.prediction_interval`) and whether the measured speed-up fell in it."""
+    out = {}
+    for m in results.methods:
+        if m.kind not in ("sd", "csd") or m.speedup is None:
+            continue
+        cfg = m.config
+        iv = prediction_interval(model_set, cfg["models"], np.array(cfg["K"]), cfg["lenience"])
+        out[m.name] = {
+            "point": iv.point,
+            "low": iv.low,
+            "high": iv.high,
+            "level": iv.level,
+            "inside": iv.contains(m.speedup),
+        }
+    return out
 
 
 def ewif_with_run_acceptance(cascade: Cascade, stats: CascadeStats) -> float:

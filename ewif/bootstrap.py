@@ -1,0 +1,246 @@
+"""An interval on every prediction: the bootstrap over measuring prompts, through the exact EWIF.
+
+A model set measured on ``P`` prompts can carry what a bootstrap needs (``bootstrap`` in a
+``csd.models/3`` file):
+
+* ``acceptance_by_prompt["l,r,j"] = [[s_1, n_1], ..., [s_P, n_P]]`` — per measuring prompt,
+  the sum of the per-position acceptances ``a_t`` of pair ``(r, j)`` at lenience ``l`` and
+  the number of positions; ``α[l][r][j] = Σ_p s_p / Σ_p n_p``;
+* ``cost_curve_stderr[i][m-1]`` (optional) — the standard error of each cost-curve point.
+
+A replicate resamples **whole prompts** with replacement (acceptances within a prompt are
+correlated; prompts are the independent unit), the same draw for every pair, and recomputes
+every α; it draws each model's curve as ``c_i + se_i·z_i`` with one standard normal ``z_i``
+per model (the timing of a model drifts as a whole), renormalised so the target's one-token
+pass stays 1. The exact EWIF of one configuration on ``B`` replicates gives the percentile
+interval ``[q_{(1−level)/2}, q_{(1+level)/2}]`` (:func:`prediction_interval`). Seeded: the
+same call gives the same interval.
+
+Few prompts. The plain percentile bootstrap of a mean over ``P`` prompts under-covers (its
+variance is ``(P−1)/P`` of the unbiased one, and it uses normal rather than Student
+quantiles): at ``P = 8`` a nominal 90 % interval covers about 78 %. Each replicate α is
+therefore moved away from the measured α by the factor ``√(P/(P−1))·t_{P−1}/z`` at the
+interval's level — Hesterberg's *expanded percentile* interval ("What teachers should know
+about the bootstrap", 2015) — and clipped to ``[0, 1]``. The factor tends to 1 as ``P`` grows.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from statistics import NormalDist
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ewif import validate
+
+if TYPE_CHECKING:
+    from ewif.io import ModelSet
+
+#: Replicates and interval level used when a caller does not say.
+REPLICATES = 200
+LEVEL = 0.9
+
+
+@dataclass(frozen=True)
+class BootstrapData:
+    """Per-prompt acceptance sums and counts, and cost-curve standard errors (module doc)."""
+
+    acceptance_by_prompt: Mapping[tuple[float, int, int], np.ndarray]
+    cost_curve_stderr: tuple[np.ndarray, ...] | None = None
+
+    def __post_init__(self) -> None:
+        if not self.acceptance_by_prompt:
+            raise ValueError(
+                "bootstrap.acceptance_by_prompt is empty: a bootstrap needs the "
+                "acceptances of at least one pair on at least 2 prompts"
+            )
+        prompts = set()
+        for key, table in self.acceptance_by_prompt.items():
+            name = f"bootstrap.acceptance_by_prompt['{_key_out(key)}']"
+            arr = np.asarray(table, dtype=float)
+            if arr.ndim != 2 or arr.shape[1] != 2 or not np.isfinite(arr).all():
+                raise ValueError(f"{name} must be a list of [sum, count] pairs, one per prompt")
+            if (arr[:, 1] < 0).any() or (arr[:, 0] < 0).any() or (arr[:, 0] > arr[:, 1]).any():
+                raise ValueError(
+                    f"{name} needs 0 <= sum <= count for every prompt, got {arr.tolist()}"
+                )
+            prompts.add(arr.shape[0])
+        if len(prompts) != 1 or min(prompts) < 2:
+            raise ValueError(
+                "bootstrap.acceptance_by_prompt needs the same number (>= 2) of "
+                f"prompts for every pair, got {sorted(prompts)}"
+            )
+        if self.cost_curve_stderr is not None:
+            for i, se in enumerate(self.cost_curve_stderr):
+                validate.costs(f"bootstrap.cost_curve_stderr[{i}]", se)
+
+    @property
+    def prompts(self) -> int:
+        return next(iter(self.acceptance_by_prompt.values())).shape[0]
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "acceptance_by_prompt": {
+                _key_out(k): np.asarray(v, dtype=float).tolist()
+                for k, v in sorted(self.acceptance_by_prompt.items())
+            }
+        }
+        if self.cost_curve_stderr is not None:
+            out["cost_curve_stderr"] = [np.asarray(s).tolist() for s in self.cost_curve_stderr]
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Any) -> BootstrapData:
+        if not isinstance(data, dict) or not isinstance(data.get("acceptance_by_prompt"), dict):
+            raise ValueError(
+                "bootstrap must be a mapping with 'acceptance_by_prompt' "
+                "('l,r,j' -> [[sum, count], ...])"
+            )
+        table = {}
+        for key, pairs in data["acceptance_by_prompt"].items():
+            try:
+                lenience, r, j = str(key).split(",")
+                parsed = (float(lenience), int(r), int(j))
+            except ValueError:
+                raise ValueError(
+                    f"bootstrap.acceptance_by_prompt key {key!r} must be 'l,r,j' "
+                    "(a lenience and two model indices)"
+                ) from None
+            table[parsed] = validate.costs(
+                f"bootstrap.acceptance_by_prompt['{key}']", np.asarray(pairs, dtype=float).ravel()
+            ).reshape(-1, 2)
+        stderr = data.get("cost_curve_stderr")
+        return cls(
+            table,
+            None
+            if stderr is None
+            else tuple(
+                validate.costs(f"bootstrap.cost_curve_stderr[{i}]", s) for i, s in enumerate(stderr)
+            ),
+        )
+
+    def check(self, model_set: ModelSet) -> None:
+        """Raise ValueError unless every key names a pair and lenience of ``model_set`` and the
+        standard errors have one curve per model, each as long as its cost curve."""
+        n1 = len(model_set.models)
+        for key in self.acceptance_by_prompt:
+            lenience, r, j = key
+            if not 0 <= r < j < n1 or lenience not in model_set.alpha:
+                raise ValueError(
+                    f"bootstrap.acceptance_by_prompt key '{_key_out(key)}' must name a "
+                    f"lenience of alpha and 0 <= r < j < {n1}"
+                )
+        if self.cost_curve_stderr is not None:
+            curves = model_set.cost_curve
+            if curves is None or [len(c) for c in curves] != [
+                len(s) for s in self.cost_curve_stderr
+            ]:
+                raise ValueError(
+                    "bootstrap.cost_curve_stderr needs cost_curve and one standard "
+                    "error per curve point"
+                )
+
+
+def _key_out(key: tuple[float, int, int]) -> str:
+    return f"{key[0]:g},{key[1]},{key[2]}"
+
+
+def expansion(prompts: int, level: float = LEVEL) -> float:
+    """``√(P/(P−1))·t_{P−1,q}/z_q`` with ``q = (1 + level)/2`` (module docstring); the
+    Student quantile by its Cornish–Fisher expansion in ``1/ν`` (error below 1e-3 for
+    ``ν >= 3``; exact enough for an interval's width)."""
+    p = validate.count("prompts", prompts, minimum=2)
+    if not 0.0 < validate.probability("level", level) < 1.0:
+        raise ValueError(f"level must be in (0, 1), got {level!r}")
+    z = NormalDist().inv_cdf((1 + level) / 2)
+    nu = p - 1
+    t = (
+        z
+        + (z**3 + z) / (4 * nu)
+        + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * nu**2)
+        + (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / (384 * nu**3)
+    )
+    return math.sqrt(p / (p - 1)) * t / z
+
+
+def replicate_sets(
+    model_set: ModelSet, replicates: int = REPLICATES, seed: int = 0, level: float = LEVEL
+) -> list[ModelSet]:
+    """``replicates`` bootstrap copies of ``model_set`` (module docstring); ValueError when it
+    carries no bootstrap data."""
+    data = model_set.bootstrap
+    if data is None:
+        raise ValueError(
+            "this model set carries no bootstrap data (measure it with csd measure "
+            "to get per-prompt acceptances), so it has no prediction interval"
+        )
+    b = validate.count("replicates", replicates, minimum=2)
+    rng = np.random.default_rng(validate.count("seed", seed))
+    widen = expansion(data.prompts, level)
+    out = []
+    for _ in range(b):
+        idx = rng.integers(0, data.prompts, data.prompts)
+        alpha = {lenience: m.copy() for lenience, m in model_set.alpha.items()}
+        for (lenience, r, j), table in data.acceptance_by_prompt.items():
+            total = table[idx].sum(axis=0)
+            point = model_set.alpha[lenience][r, j]
+            value = total[0] / total[1] if total[1] > 0 else point
+            value = min(max(point + widen * (value - point), 0.0), 1.0)
+            for target in alpha if r == 0 else (lenience,):  # no lenience at the target
+                alpha[target][r, j] = value
+        changes: dict[str, Any] = {"alpha": alpha, "bootstrap": None}
+        if data.cost_curve_stderr is not None:
+            z = rng.standard_normal(len(model_set.models))
+            curves = [
+                np.maximum(c + s * zi, 0.0)
+                for c, s, zi in zip(model_set.cost_curve, data.cost_curve_stderr, z, strict=True)
+            ]
+            unit = curves[0][0]
+            curves = tuple(c / unit for c in curves)
+            changes.update(cost_curve=curves, cost=np.array([c[0] for c in curves]))
+        out.append(dataclasses.replace(model_set, **changes))
+    return out
+
+
+@dataclass(frozen=True)
+class PredictionInterval:
+    """``point`` (EWIF on the measured set) and the bootstrap interval ``[low, high]``."""
+
+    point: float
+    low: float
+    high: float
+    level: float
+
+    def contains(self, value: float) -> bool:
+        return self.low <= value <= self.high
+
+    def describe(self) -> str:
+        return f"{self.point:.3f}× [{self.low:.2f}, {self.high:.2f}]"
+
+
+def prediction_interval(
+    model_set: ModelSet,
+    models: Sequence[str],
+    K: object,
+    lenience: float = 1.0,
+    *,
+    catch_up: Sequence[bool] | None = None,
+    level: float = LEVEL,
+    replicates: int = REPLICATES,
+    seed: int = 0,
+) -> PredictionInterval:
+    """The exact EWIF of one configuration and its bootstrap percentile interval."""
+    from ewif.cascade import Cascade
+
+    expansion(2, level)  # checks the level before any work
+    point = Cascade.from_model_set(model_set, models, K, lenience, catch_up=catch_up).ewif()
+    values = [
+        Cascade.from_model_set(rep, models, K, lenience, catch_up=catch_up).ewif()
+        for rep in replicate_sets(model_set, replicates, seed, level)
+    ]
+    low, high = np.quantile(values, [(1 - level) / 2, (1 + level) / 2])
+    return PredictionInterval(float(point), float(low), float(high), level)
