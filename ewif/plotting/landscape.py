@@ -1,6 +1,6 @@
 """The EWIF landscape of a cascade over two K entries (a heat map with the optimum marked).
 
-The data is :func:`ewif.landscape.landscape`'s :class:`~ewif.landscape.Landscape`;
+The data is :func:`ewif.landscape.landscape_around`'s :class:`~ewif.landscape.Landscape`;
 :func:`draw_landscape` draws it.
 """
 
@@ -19,7 +19,7 @@ def draw_landscape(
     land: Landscape, path: str | os.PathLike[str], *, title: str | None = None
 ) -> Path:
     """Draw a heat map of ``land.grid`` (EWIF, × autoregressive; computed by
-    :func:`ewif.landscape.landscape`) to ``path`` (PNG/SVG/PDF).
+    :func:`ewif.landscape.landscape_around`) to ``path`` (PNG/SVG/PDF).
 
     Axes are the two K entries (token budgets); contour lines and labels make levels
     readable in greyscale; a star marks the grid's maximum and a ring the configuration

@@ -2,7 +2,7 @@
 
 Seed values: CNN/DM — SMALL alone 2.65, BASE alone 2.96, horizontal BASE+SMALL 3.03;
 WMT EnDe — BASE alone 3.75, horizontal cascade 3.93. Acceptance rates: Leviathan et al.
-(2023) as in the presets. Two cost readings are tested (see README, Findings):
+(2023) as in the presets. Two cost readings are tested (see docs/findings.md):
 
 * model-size ratios 77M/11B and 250M/11B (the presets): reproduce SMALL 2.65 and the CNN/DM
   cascade 3.03 (its optimum), but give BASE 2.95 / 3.73 and EnDe cascade 3.91;
