@@ -7,7 +7,7 @@ Held-out calibration. The prompts are split: the first ``measure_prompts`` are t
 *measuring* split (α, cost curves, numerics), the next ``limit`` the *held-out* split on
 which every method runs. The predictions are therefore tested on prompts they never saw.
 
-Numerics (``dtype="auto"``/``threads="auto"`` on a CPU, :func:`choose_numerics`). CPUs
+Numerics (``dtype="auto"``/``threads="auto"`` on a CPU, :func:`measure_numerics`). CPUs
 differ (AVX-512 with bf16 instructions make a bfloat16 review pass nearly as cheap as a
 one-token pass; an AVX2-only CPU emulates bfloat16 slowly), so nothing is assumed: every
 candidate dtype (float32, bfloat16, float16) is loaded and measured on the measuring split

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 
 HELP = "measure acceptance rates and pass-cost curves of real models (writes a csd.models/3 file)"
 
@@ -84,6 +85,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--warmup", type=int, default=1)
     parser.add_argument("-o", "--output", required=True, help="model-set file to write")
+    parser.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="progress bars on stderr (default: only when stderr is a terminal)",
+    )
 
 
 def decoding_of(args: argparse.Namespace):
@@ -118,6 +125,7 @@ def run(args: argparse.Namespace) -> int:
         repeats=args.repeats,
         warmup=args.warmup,
         backend=args.backend,
+        progress=sys.stderr.isatty() if args.progress is None else args.progress,
     )
     model_io.save(measured.model_set, args.output)
     if args.json:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 from realrun.commands.measure import add_model_arguments, decoding_of
@@ -51,6 +52,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--lenience", type=float, default=1.0)
     parser.add_argument("--no-baselines", action="store_true", help="run only AR and the cascade")
     parser.add_argument("-o", "--output", help="results file to write (csd.results/1 JSON)")
+    parser.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="progress bars on stderr (default: only when stderr is a terminal)",
+    )
     parser.add_argument("--plot", metavar="PATH", help="figure path (.png/.svg/.pdf)")
 
 
@@ -93,6 +100,7 @@ def run(args: argparse.Namespace) -> int:
         lenience=args.lenience,
         baselines=not args.no_baselines,
         backend=args.backend,
+        progress=sys.stderr.isatty() if args.progress is None else args.progress,
     )
     if args.output:
         results_io.save(results, args.output)

@@ -16,12 +16,12 @@ A **review call by model r** on a sequence builds its draft block by block,
   ``accepted + 1`` tokens) until it holds **at least** ``k`` tokens (the seed's
   pseudo-code is ambiguous here; this is issue 3's reading, shared with ``ewif``).
 
-Then ``r`` runs one pass over the whole draft and reviews it (:mod:`.review`): the first
+Then ``r`` runs one pass over the whole draft and reviews it (:mod:`.verify`): the first
 rejection ends the review, which yields ``accepted + 1`` tokens. Lenience ``l`` applies to
 every review whose reviewer is a drafter (``r >= 1``), never at the target — unless
 ``lenient_target=True``, a deliberately *lossy* mode that exists only so tests can show
 the losslessness check detects it. Each token handed upward carries its exact law
-(:mod:`.review`, (★)), so the target's review reproduces the target's distribution
+(:mod:`.verify`, (★)), so the target's review reproduces the target's distribution
 exactly. Greedy decoding (``Decoding(temperature=0)``) reproduces the target's greedy
 output token for token.
 

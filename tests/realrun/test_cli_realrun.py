@@ -122,8 +122,9 @@ def test_realrun_recommends_when_no_cascade_is_given(
         ]
     )
     assert code == 0
-    table = capsys.readouterr().out
-    assert "AR" in table and "CSD" in table
+    captured = capsys.readouterr()
+    assert "AR" in captured.out and "CSD" in captured.out
+    assert "csd realrun:" not in captured.err  # no progress bars when stderr is not a terminal
 
 
 def test_realrun_refuses_a_model_set_of_other_models(
