@@ -42,7 +42,7 @@ from ewif import validate
 from ewif.io import read_data
 
 SCHEMA = "csd.results/1"
-KINDS = ("autoregressive", "sd", "csd", "hf-assisted", "hf-prompt-lookup")
+METHOD_KINDS = ("autoregressive", "sd", "csd", "hf-assisted", "hf-prompt-lookup")
 _SPEEDUP_RTOL = 1e-6
 
 
@@ -65,9 +65,10 @@ class MethodResult:
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
             raise ValueError(f"method name must be a non-empty string, got {self.name!r}")
-        if self.kind not in KINDS:
+        if self.kind not in METHOD_KINDS:
             raise ValueError(
-                f"method {self.name!r}: kind must be one of {', '.join(KINDS)}, got {self.kind!r}"
+                f"method {self.name!r}: kind must be one of {', '.join(METHOD_KINDS)}, "
+                f"got {self.kind!r}"
             )
         validate.cost(f"method {self.name!r}: tokens_per_s", self.tokens_per_s)
         for key in ("speedup", "predicted_speedup", "swi", "seconds"):

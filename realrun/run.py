@@ -59,7 +59,7 @@ from ewif.bootstrap import prediction_interval
 from ewif.cascade import Cascade
 from ewif.io import ModelSet
 from ewif.recommendation import Recommendation, recommend
-from ewif.results import KINDS, MethodResult, Results, with_speedups
+from ewif.results import METHOD_KINDS, MethodResult, Results, with_speedups
 from ewif.search import optimize
 from realrun import books
 from realrun.baselines import hf_generate
@@ -87,8 +87,10 @@ class Method:
     k: int | None = None
 
     def __post_init__(self) -> None:
-        if self.kind not in KINDS:
-            raise ValueError(f"method kind must be one of {', '.join(KINDS)}, got {self.kind!r}")
+        if self.kind not in METHOD_KINDS:
+            raise ValueError(
+                f"method kind must be one of {', '.join(METHOD_KINDS)}, got {self.kind!r}"
+            )
         if not self.models:
             raise ValueError(f"method {self.name!r} needs at least the target model")
 
@@ -187,8 +189,8 @@ def default_methods(
 
 
 @dataclass
-class _Tally:
-    """Accumulated measurements of one method."""
+class MethodTally:
+    """Accumulated measurements of one method of a run (what :func:`divergences` reads)."""
 
     tokens: int = 0
     seconds: float = 0.0
@@ -253,7 +255,7 @@ def run(
                         f"method {m.name!r} needs a transformers model, but "
                         f"{name!r} is {type(models[name]).__name__}"
                     )
-    tallies = {m.name: _Tally() for m in methods}
+    tallies = {m.name: MethodTally() for m in methods}
     done = 0
     interrupted = False
     bar = tqdm(
@@ -304,7 +306,7 @@ def ar_name(methods: Sequence[Method]) -> str | None:
 
 
 def divergences(
-    target, prompts: Sequence[list[int]], tallies: Mapping[str, _Tally], ar: str
+    target, prompts: Sequence[list[int]], tallies: Mapping[str, MethodTally], ar: str
 ) -> list[dict]:
     """Where a greedy method's output first differs from AR's, with the target's logit gap
     ``z[AR token] − z[method token]`` on AR's prefix (a near-tie has a gap of the order of

@@ -27,9 +27,6 @@ from ewif.cascade import Cascade
 from ewif.plotting.decay import Points
 from ewif.plotting.simulation import SimulationData
 
-KINDS = ("decay", "ewif-vs-k", "landscape", "calibration")
-
-
 # ----------------------------------------------------------------------------- sources
 
 

@@ -20,7 +20,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 FENCE = re.compile(r"^```([^\n]*)\n(.*?)^```\s*$", re.M | re.S)
-KINDS = {"python", "python skip", "text", "bash", ""}
+BLOCK_KINDS = {"python", "python skip", "text", "bash", ""}
 
 
 def blocks(page: Path) -> list[tuple[str, str, int]]:
@@ -34,8 +34,8 @@ def blocks(page: Path) -> list[tuple[str, str, int]]:
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
 def test_every_block_says_what_it_is(page):
-    bad = [f"line {line}: {info!r}" for info, _, line in blocks(page) if info not in KINDS]
-    assert bad == [], f"{page.name}: code blocks must be one of {sorted(KINDS)}"
+    bad = [f"line {line}: {info!r}" for info, _, line in blocks(page) if info not in BLOCK_KINDS]
+    assert bad == [], f"{page.name}: code blocks must be one of {sorted(BLOCK_KINDS)}"
     for info, body, line in blocks(page):
         if info == "python skip":
             assert body.lstrip().startswith("#"), f"{page.name}:{line}: say why it is skipped"

@@ -19,7 +19,7 @@ from realrun.pipeline import (
     split_prompts,
 )
 from realrun.prompts import load_prompts
-from realrun.run import _Tally, divergences, recommendation_record
+from realrun.run import MethodTally, divergences, recommendation_record
 from simulate.decoder.sampling import Decoding
 
 
@@ -178,7 +178,7 @@ def test_divergences_report_the_first_differing_token_and_its_logit_gap():
             z[:, 3], z[:, 4] = 2.0, 1.5
             return z
 
-    ar, other = _Tally(outputs=[[1, 3, 2], [1, 2]]), _Tally(outputs=[[1, 4, 2], [1, 2]])
+    ar, other = MethodTally(outputs=[[1, 3, 2], [1, 2]]), MethodTally(outputs=[[1, 4, 2], [1, 2]])
     found = divergences(Target(), [[0], [0]], {"AR": ar, "X": other}, "AR")
     assert found == [
         {
@@ -191,7 +191,10 @@ def test_divergences_report_the_first_differing_token_and_its_logit_gap():
         }
     ]
     short = divergences(
-        Target(), [[0]], {"AR": _Tally(outputs=[[1, 3]]), "Y": _Tally(outputs=[[1]])}, "AR"
+        Target(),
+        [[0]],
+        {"AR": MethodTally(outputs=[[1, 3]]), "Y": MethodTally(outputs=[[1]])},
+        "AR",
     )
     assert short[0]["position"] == 1 and short[0]["logit_gap"] is None
 
