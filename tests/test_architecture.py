@@ -74,3 +74,14 @@ def test_shipped_results_name_no_absolute_path_of_the_machine_that_ran_them():
         for path in sorted((ROOT / "realrun" / "data").glob("*.json"))
     }
     assert {k: v for k, v in found.items() if v} == {}
+
+
+def test_architecture_page_lists_every_module():
+    page = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    missing = [
+        name
+        for package in PACKAGES
+        for path in sorted((ROOT / package).rglob("*.py"))
+        if f"`{(name := '.'.join(path.relative_to(ROOT).with_suffix('').parts))}`" not in page
+    ]
+    assert missing == [], "docs/architecture.md: add these modules"
