@@ -8,6 +8,7 @@ message names the argument, the offending value and the allowed range, e.g.
 
 from __future__ import annotations
 
+import json
 import math
 import numbers
 from collections.abc import Sequence
@@ -170,3 +171,18 @@ def flags(name: str, value: object, n: int) -> np.ndarray:
     out = np.array(values, dtype=bool)
     out.setflags(write=False)
     return out
+
+
+def json_matrix(name: str, text: str) -> list[list]:
+    """The rows of a JSON matrix given on the command line (``--K '[[2,10],[0,10]]'``); a
+    one-line ``ValueError`` naming ``name`` otherwise. The entries are checked by the caller
+    (e.g. :func:`budget_matrix`)."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError:
+        raise ValueError(
+            f"{name} must be a JSON matrix such as '[[2,10],[0,10]]', got {text!r}"
+        ) from None
+    if not isinstance(value, list) or not all(isinstance(row, list) for row in value):
+        raise ValueError(f"{name} must be a JSON list of rows, got {text!r}")
+    return value

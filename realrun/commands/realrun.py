@@ -74,14 +74,9 @@ def run(args: argparse.Namespace) -> int:
         from ewif.plotting import style
 
         style.output_path(args.plot)
-    K = None
-    if args.K is not None:
-        try:
-            K = json.loads(args.K)
-        except json.JSONDecodeError as exc:
-            raise ValueError(
-                f"--K must be a JSON matrix such as '[[2,10],[0,10]]': {exc.msg}"
-            ) from None
+    from ewif import validate
+
+    K = None if args.K is None else validate.json_matrix("--K", args.K)
     results = realrun(
         args.models,
         mag=args.mag,

@@ -205,17 +205,9 @@ def _ewif_vs_k_inputs(args: argparse.Namespace, plotting) -> dict:
 
 
 def _matrix(text: str | None):
-    if text is None:
-        return None
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError:
-        raise ValueError(
-            f"--K must be a JSON matrix such as '[[2,10],[0,10]]', got {text!r}"
-        ) from None
-    if not isinstance(value, list) or not all(isinstance(row, list) for row in value):
-        raise ValueError(f"--K must be a JSON list of rows, got {text!r}")
-    return value
+    from ewif import validate
+
+    return None if text is None else validate.json_matrix("--K", text)
 
 
 def _pair(text: str | None, option: str) -> tuple[int, int] | None:

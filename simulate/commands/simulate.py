@@ -51,18 +51,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _parse_K(text: str) -> list[list[int]]:
-    try:
-        K = json.loads(text)
-    except json.JSONDecodeError:
-        raise ValueError(
-            f"--K must be a JSON matrix such as [[2,10],[0,10]], got {text!r}"
-        ) from None
-    if not isinstance(K, list) or not all(isinstance(row, list) for row in K):
-        raise ValueError(f"--K must be a list of rows, got {text!r}")
-    return K
-
-
 def _recommended(ms: Any, fill: str, lenience: float | None) -> tuple[Any, str, float]:
     """What ``csd recommend`` picks by default (:func:`ewif.recommendation.recommend`)."""
     from ewif.recommendation import recommend
@@ -77,10 +65,11 @@ def _recommended(ms: Any, fill: str, lenience: float | None) -> tuple[Any, str, 
 
 
 def _cascade(args: argparse.Namespace, ms: Any) -> tuple[Any, str, float]:
+    from ewif import validate
     from ewif.cascade import Cascade
 
     models = None if args.models is None else tuple(m.strip() for m in args.models.split(","))
-    K = None if args.K is None else _parse_K(args.K)
+    K = None if args.K is None else validate.json_matrix("--K", args.K)
     if K is None and ms.cascade is None:
         if models is not None:
             raise ValueError("--models needs --K (the set has no 'cascade' section)")
