@@ -117,6 +117,7 @@ def run(args: argparse.Namespace) -> int:
         "where_the_time_goes": where_time,
         "table": [_cfg(c) for c in result.table],
         "interrupted": result.interrupted,
+        "notes": _space_notes(ms, args.space, best, sd, label),
     }
     if ms.bootstrap is not None:
         out["interval"] = _interval(ms, best)
@@ -129,6 +130,29 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(_human(out, best, sd))
     return INTERRUPTED if result.interrupted else 0
+
+
+def _space_notes(ms, space: str, best, sd, label: str) -> list[str]:
+    """What the user should know about the searched space: a better plain SD outside it, and
+    the paper space used on a set whose last model is not a free Max-Gram."""
+    from ewif.space import is_paper_shape
+
+    notes = []
+    if sd.ewif > best.ewif:
+        k = int(sd.K[0, 0])
+        notes.append(
+            f"plain SD with {sd.models[1]}, k = {k} (EWIF {sd.ewif:.4f}) beats every "
+            f"configuration of the searched space ({label}); use --space full --k-max {k} "
+            "to search it too"
+        )
+    if space == "paper" and not is_paper_shape(ms):
+        last = ms.models[-1]
+        notes.append(
+            f"the paper space fixes the last drafter's block, meant for a free Max-Gram; this "
+            f"set's last model {last!r} costs {float(ms.cost[-1]):.4g} per pass: prefer "
+            "--space full"
+        )
+    return notes
 
 
 #: Largest batch size --batch-sizes accepts (the exact law convolves B rows).
@@ -217,6 +241,7 @@ def _human(out: dict, best, sd) -> str:
         f"{out['method']}) in {out['seconds']:.2f} s",
         "",
     ]
+    lines += [f"note: {n}" for n in out["notes"]] + ([""] if out["notes"] else [])
     if out["decision"] == "autoregressive":
         what = f"{' > '.join(best.models)} K={best.K.tolist()} lenience {best.lenience:g}"
         lines += [autoregressive_line(what, best.ewif), ""]

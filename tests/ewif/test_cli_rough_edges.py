@@ -86,3 +86,14 @@ def test_ctrl_c_with_a_partial_result_prints_it_and_exits_130(monkeypatch, capsy
     assert cli.main(["simulate", "--trials", "1000000"]) == 130
     out = capsys.readouterr().out
     assert "INTERRUPTED" in out
+
+
+def test_recommender_says_when_its_space_misses_a_better_plain_sd(capsys):
+    import json
+
+    assert cli.main(["recommend", "--preset", "t5-cnndm-ms", "--space", "paper", "--json"]) == 0
+    notes = json.loads(capsys.readouterr().out)["notes"]
+    assert any("plain SD with t5-base, k = 8" in n and "beats every" in n for n in notes)
+    assert any("meant for a free Max-Gram" in n and "'t5-small'" in n for n in notes)
+    assert cli.main(["recommend"]) == 0  # the paper's own family: nothing to warn about
+    assert "note:" not in capsys.readouterr().out
