@@ -20,7 +20,7 @@ def probability(name: str, value: object) -> float:
     """A scalar in [0, 1]."""
     x = real(name, value)
     if not (0.0 <= x <= 1.0):
-        raise ValueError(f"{name} must be a finite number in [0, 1], got {value!r}")
+        raise ValueError(f"{name} must be a finite number in [0, 1], got {shown(value)}")
     return x
 
 
@@ -31,7 +31,8 @@ def probabilities(name: str, value: object) -> np.ndarray:
     arr = real_array(name, value)
     if arr.size and not (arr.min() >= 0.0 and arr.max() <= 1.0):  # NaN fails both
         bad = ~((arr >= 0.0) & (arr <= 1.0))
-        raise ValueError(f"{name} must hold finite numbers in [0, 1], got {arr[bad].flat[0]!r}")
+        first = shown(arr[bad].flat[0])
+        raise ValueError(f"{name} must hold finite numbers in [0, 1], got {first}")
     return arr
 
 
@@ -39,7 +40,7 @@ def cost(name: str, value: object) -> float:
     """A finite scalar >= 0."""
     x = real(name, value)
     if x < 0:
-        raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
+        raise ValueError(f"{name} must be a finite number >= 0, got {shown(value)}")
     return x
 
 
@@ -50,7 +51,7 @@ def costs(name: str, value: object) -> np.ndarray:
     arr = real_array(name, value)
     if arr.size and not (arr.min() >= 0.0 and np.isfinite(arr.max())):
         bad = ~((arr >= 0.0) & np.isfinite(arr))
-        raise ValueError(f"{name} must hold finite numbers >= 0, got {arr[bad].flat[0]!r}")
+        raise ValueError(f"{name} must hold finite numbers >= 0, got {shown(arr[bad].flat[0])}")
     return arr
 
 
@@ -60,9 +61,9 @@ def count(name: str, value: object, minimum: int = 0) -> int:
         if isinstance(value, float) and value.is_integer():
             value = int(value)
         else:
-            raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+            raise ValueError(f"{name} must be an integer >= {minimum}, got {shown(value)}")
     if value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {shown(value)}")
     return int(value)
 
 
@@ -72,7 +73,7 @@ def counts(name: str, value: object, minimum: int = 0) -> np.ndarray:
         scalar = np.ndim(value) == 0
     except ValueError:  # ragged nesting
         raise ValueError(
-            f"{name} must be a rectangular array of integers >= {minimum}, got {value!r}"
+            f"{name} must be a rectangular array of integers >= {minimum}, got {shown(value)}"
         ) from None
     if scalar:
         return np.asarray(count(name, _item(value), minimum))
@@ -81,13 +82,13 @@ def counts(name: str, value: object, minimum: int = 0) -> np.ndarray:
             raise ValueError
         arr = np.asarray(value)
     except ValueError:  # ragged nesting, or a bool that numpy would read as 0/1
-        raise ValueError(f"{name} must hold integers >= {minimum}, got {value!r}") from None
+        raise ValueError(f"{name} must hold integers >= {minimum}, got {shown(value)}") from None
     if arr.dtype.kind in "iu" and (arr.size == 0 or arr.min() >= minimum):
         return arr.astype(np.int64, copy=False)
     if arr.dtype.kind not in "iuf" or (
         arr.dtype.kind == "f" and not (np.all(np.isfinite(arr)) and np.all(arr == np.round(arr)))
     ):
-        raise ValueError(f"{name} must hold integers >= {minimum}, got {value!r}")
+        raise ValueError(f"{name} must hold integers >= {minimum}, got {shown(value)}")
     arr = arr.astype(np.int64)
     if (arr < minimum).any():
         raise ValueError(
@@ -131,10 +132,10 @@ def _item(value: object) -> object:
 
 def real(name: str, value: object) -> float:
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise ValueError(f"{name} must be a real number, got {value!r}")
+        raise ValueError(f"{name} must be a real number, got {shown(value)}")
     x = float(value)
     if not math.isfinite(x):
-        raise ValueError(f"{name} must be finite, got {value!r}")
+        raise ValueError(f"{name} must be finite, got {shown(value)}")
     return x
 
 
@@ -154,9 +155,9 @@ def real_array(name: str, value: object) -> np.ndarray:
             raise TypeError
         arr = raw.astype(float)
     except (TypeError, ValueError):
-        raise ValueError(f"{name} must hold real numbers, got {value!r}") from None
+        raise ValueError(f"{name} must hold real numbers, got {shown(value)}") from None
     if not np.all(np.isfinite(arr)):
-        raise ValueError(f"{name} must hold finite numbers, got {value!r}")
+        raise ValueError(f"{name} must hold finite numbers, got {shown(value)}")
     return arr
 
 
@@ -165,7 +166,7 @@ def flags(name: str, value: object, n: int) -> np.ndarray:
     only: ``0``/``1`` or a string are rejected, naming ``name``)."""
     values = list(value) if isinstance(value, (list, tuple, np.ndarray)) else None
     if values is None or not all(isinstance(v, (bool, np.bool_)) for v in values):
-        raise ValueError(f"{name} must be a sequence of {n} booleans, got {value!r}")
+        raise ValueError(f"{name} must be a sequence of {n} booleans, got {shown(value)}")
     if len(values) != n:
         raise ValueError(f"{name} must have one flag per model ({n}), got {len(values)}: {values}")
     out = np.array(values, dtype=bool)
@@ -186,3 +187,13 @@ def json_matrix(name: str, text: str) -> list[list]:
     if not isinstance(value, list) or not all(isinstance(row, list) for row in value):
         raise ValueError(f"{name} must be a JSON list of rows, got {text!r}")
     return value
+
+
+def shown(value: object) -> str:
+    """``repr`` of ``value`` as a user wrote it: numpy scalars and arrays as Python numbers and
+    lists, so a message never reads ``np.float64(1.5)``."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    elif isinstance(value, np.ndarray):
+        value = value.tolist()
+    return repr(value)

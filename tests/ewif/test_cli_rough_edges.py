@@ -7,6 +7,7 @@ import subprocess
 import sys
 from importlib.metadata import version
 
+import numpy as np
 import pytest
 
 from ewif import cli
@@ -97,3 +98,20 @@ def test_recommender_says_when_its_space_misses_a_better_plain_sd(capsys):
     assert any("meant for a free Max-Gram" in n and "'t5-small'" in n for n in notes)
     assert cli.main(["recommend"]) == 0  # the paper's own family: nothing to warn about
     assert "note:" not in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("call", "shown"),
+    [
+        (lambda v: v.probabilities("a", np.array([0.5, 1.5])), "got 1.5"),
+        (lambda v: v.probability("a", np.float64(1.5)), "got 1.5"),
+        (lambda v: v.count("k", np.int64(-1)), "got -1"),
+        (lambda v: v.costs("c", [1.0, -np.float64(2)]), "got -2.0"),
+    ],
+)
+def test_numpy_reprs_never_reach_a_message(call, shown):
+    from ewif import validate
+
+    with pytest.raises(ValueError) as info:
+        call(validate)
+    assert str(info.value).endswith(shown) and "np." not in str(info.value)
