@@ -67,12 +67,13 @@ def format_results(results: Results) -> str:
         sizes = sorted(models.get(target, {}).items(), key=lambda kv: -kv[1]["passes"])[:3]
         if not sizes or not unit or curve is None:
             continue
+        stat = "mean_s" if all("mean_s" in v for _, v in sizes) else "median_s"  # old files
         parts = [
-            f"m={size} {1000 * v['median_s']:.1f} ms (measured "
+            f"m={size} {1000 * v[stat]:.1f} ms (curve "
             f"{1000 * unit * curve[min(int(size), len(curve)) - 1]:.1f})"
             for size, v in sizes
         ]
-        rows.append(f"{name}: target passes in the run, median: " + ", ".join(parts))
+        rows.append(f"{name}: target passes in the run, {stat[:-2]}: " + ", ".join(parts))
     for name, v in results.metadata.get("prediction_intervals", {}).items():
         where = "inside" if v["inside"] else "outside"
         rows.append(
