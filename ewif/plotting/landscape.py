@@ -30,8 +30,8 @@ def draw_landscape(
     cfg = land.config
     fig, ax = style.figure(
         title or f"EWIF landscape of the chosen cascade (lenience {cfg.lenience:g})",
-        f"k_{r2}{j2} (tokens: budget of model {j2} under model {r2 - 1})",
-        f"k_{r1}{j1} (tokens: budget of model {j1} under model {r1 - 1})",
+        budget_label(cfg.models, r2, j2),
+        budget_label(cfg.models, r1, j1),
     )
     grid = np.ma.masked_invalid(land.grid)
     extent = (land.y[0] - 0.5, land.y[-1] + 0.5, land.x[0] - 0.5, land.x[-1] + 0.5)
@@ -57,3 +57,9 @@ def draw_landscape(
     )
     style.finish(ax)
     return style.save(fig, path)
+
+
+def budget_label(models, r: int, j: int) -> str:
+    """Axis label of K entry ``k_rj``: the tokens drafter ``j`` drafts per review call of
+    model ``r − 1``, by their names."""
+    return f"k_{r}{j}: tokens of {models[j]} per review by {models[r - 1]}"

@@ -334,3 +334,11 @@ def test_long_titles_are_wrapped_not_cut_off():
     lines = ax.get_title().split("\n")
     assert len(lines) >= 2 and all(len(line) <= style.TITLE_WIDTH for line in lines)
     assert " ".join(lines) == long
+
+
+def test_landscape_axes_name_the_models():
+    from ewif.plotting.landscape import budget_label
+
+    models = ("flan-t5-xxl", "flan-t5-base", "flan-t5-small", "mag")
+    assert budget_label(models, 1, 2) == "k_12: tokens of flan-t5-small per review by flan-t5-xxl"
+    assert budget_label(models, 2, 3) == "k_23: tokens of mag per review by flan-t5-base"
