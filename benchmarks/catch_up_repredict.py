@@ -46,10 +46,7 @@ def with_alpha(cascade: Cascade, alpha: float) -> Cascade:
     """``cascade`` with its one drafter's acceptance replaced by ``alpha``."""
     a = np.array(cascade.alpha, dtype=float)
     a[0, 1] = alpha
-    curves = None if cascade.cost_curve is None else [np.asarray(c) for c in cascade.cost_curve]
-    return Cascade(
-        a, cascade.cost, cascade.K, fill=cascade.fill, cost_curve=curves, catch_up=cascade.catch_up
-    )
+    return cascade.with_alpha(a)
 
 
 def rows_of(path: Path) -> list[dict]:

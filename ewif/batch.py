@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ewif import validate
+from ewif._numerics import pmf_power
 
 if TYPE_CHECKING:
     from ewif.io import ModelSet
@@ -61,20 +62,18 @@ def batch_ratio(
         )
     if catch_up is None:
         catch_up = bool(model_set.catch_up[j]) if model_set.catch_up is not None else False
-    if catch_up and is_proposer(model_set, drafter):
+    proposer = is_proposer(model_set, drafter)
+    if catch_up and proposer:
         raise ValueError(f"catch_up applies to KV-cached drafters; {drafter!r} is a proposer")
     sd = Cascade.from_model_set(model_set, [target, drafter], [[k]], catch_up=[False, catch_up])
     price = model_set.pass_cost
     tokens = sd.expected_tokens()
     cost = float(price.at(0, b * (k + 1)))
     if catch_up:
-        first = sd.first_pass_sizes(1)
-        total = first
-        for _ in range(b - 1):
-            total = np.convolve(total, first)
+        total = pmf_power(sd.first_pass_sizes(1), b)
         sizes = np.flatnonzero(total > 0)
         cost += float(total[sizes] @ price.at(j, sizes)) + (k - 1) * float(price.at(j, b))
-    elif is_proposer(model_set, drafter):
+    elif proposer:
         cost += k * b * float(price.at(j, 1))
     else:
         cost += k * float(price.at(j, b))

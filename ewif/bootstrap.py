@@ -234,13 +234,33 @@ def prediction_interval(
     seed: int = 0,
 ) -> PredictionInterval:
     """The exact EWIF of one configuration and its bootstrap percentile interval."""
+    (interval,) = prediction_intervals(
+        model_set, [(models, K, lenience, catch_up)], level=level, replicates=replicates, seed=seed
+    )
+    return interval
+
+
+def prediction_intervals(
+    model_set: ModelSet,
+    configs: Sequence[tuple[Sequence[str], object, float, Sequence[bool] | None]],
+    *,
+    level: float = LEVEL,
+    replicates: int = REPLICATES,
+    seed: int = 0,
+) -> list[PredictionInterval]:
+    """:func:`prediction_interval` of every ``(models, K, lenience, catch_up)`` in
+    ``configs``, on one set of replicates (drawn once, so the intervals share their draws)."""
     from ewif.cascade import Cascade
 
     expansion(2, level)  # checks the level before any work
-    point = Cascade.from_model_set(model_set, models, K, lenience, catch_up=catch_up).ewif()
-    values = [
-        Cascade.from_model_set(rep, models, K, lenience, catch_up=catch_up).ewif()
-        for rep in replicate_sets(model_set, replicates, seed, level)
-    ]
-    low, high = np.quantile(values, [(1 - level) / 2, (1 + level) / 2])
-    return PredictionInterval(float(point), float(low), float(high), level)
+    reps = replicate_sets(model_set, replicates, seed, level)
+    out = []
+    for models, K, lenience, catch_up in configs:
+        point = Cascade.from_model_set(model_set, models, K, lenience, catch_up=catch_up).ewif()
+        values = [
+            Cascade.from_model_set(rep, models, K, lenience, catch_up=catch_up).ewif()
+            for rep in reps
+        ]
+        low, high = np.quantile(values, [(1 - level) / 2, (1 + level) / 2])
+        out.append(PredictionInterval(float(point), float(low), float(high), level))
+    return out

@@ -237,6 +237,21 @@ class Cascade:
         self._feed_calls: dict = {}
         self._feeds: dict = {}
 
+    def with_alpha(self, alpha: object) -> Cascade:
+        """The same configuration (costs, K, fill, names, catch-up flags) with acceptance
+        matrix ``alpha`` instead."""
+        curves = None if self.cost_curve is None else list(self.cost_curve)
+        return Cascade(
+            alpha,
+            self.cost,
+            self.K,
+            None if curves is not None else self.cost_per_token,
+            fill=self.fill,
+            names=self.names,
+            cost_curve=curves,
+            catch_up=self.catch_up,
+        )
+
     @staticmethod
     def _check_alpha(alpha: np.ndarray, K: np.ndarray, n: int) -> None:
         upper = np.triu(np.ones((n + 1, n + 1), dtype=bool), 1)

@@ -83,6 +83,8 @@ class _Parser(argparse.ArgumentParser):
 
 #: Exit status after the reader of stdout went away: 128 + SIGPIPE (13).
 BROKEN_PIPE = 141
+#: Exit status after Ctrl-C (128 + SIGINT), also when a command printed a partial result.
+INTERRUPTED = 130
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -153,7 +155,7 @@ def _dispatch(argv: list[str]) -> int:
         return 2
     except KeyboardInterrupt:
         print(f"csd {name}: interrupted", file=sys.stderr)
-        return 130
+        return INTERRUPTED
 
 
 if __name__ == "__main__":

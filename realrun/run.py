@@ -55,7 +55,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from ewif import explain, validate
-from ewif.bootstrap import prediction_interval
+from ewif.bootstrap import prediction_intervals
 from ewif.cascade import Cascade
 from ewif.io import ModelSet
 from ewif.recommendation import Recommendation, recommend
@@ -514,30 +514,31 @@ def _results(
         if m.name in in_run and m.speedup
     }
     if model_set.bootstrap is not None:
-        intervals = prediction_intervals(results, model_set)
+        intervals = method_intervals(results, model_set)
         metadata["prediction_intervals"] = intervals
         inside = [v["inside"] for v in intervals.values()]
         metadata["interval_coverage"] = sum(inside) / len(inside) if inside else None
     return results
 
 
-def prediction_intervals(results: Results, model_set: ModelSet) -> dict[str, dict]:
+def method_intervals(results: Results, model_set: ModelSet) -> dict[str, dict]:
     """Per sd/csd method: the 90 % bootstrap interval of its predicted speed-up
-    (:func:`ewif.bootstrap.prediction_interval`) and whether the measured speed-up fell in it."""
-    out = {}
-    for m in results.methods:
-        if m.kind not in ("sd", "csd") or m.speedup is None:
-            continue
-        cfg = m.config
-        iv = prediction_interval(model_set, cfg["models"], np.array(cfg["K"]), cfg["lenience"])
-        out[m.name] = {
+    (:func:`ewif.bootstrap.prediction_intervals`, one set of replicates for all) and whether
+    the measured speed-up fell in it."""
+    chosen = [m for m in results.methods if m.kind in ("sd", "csd") and m.speedup is not None]
+    configs = [
+        (m.config["models"], np.array(m.config["K"]), m.config["lenience"], None) for m in chosen
+    ]
+    return {
+        m.name: {
             "point": iv.point,
             "low": iv.low,
             "high": iv.high,
             "level": iv.level,
             "inside": iv.contains(m.speedup),
         }
-    return out
+        for m, iv in zip(chosen, prediction_intervals(model_set, configs), strict=True)
+    }
 
 
 def ewif_with_run_acceptance(cascade: Cascade, stats: CascadeStats) -> float:
@@ -549,15 +550,4 @@ def ewif_with_run_acceptance(cascade: Cascade, stats: CascadeStats) -> float:
     for (r, j), (reviewed, _) in stats.reviews.items():
         if reviewed:
             alpha[r, j] = stats.acceptance(r, j)
-    curves = None if cascade.cost_curve is None else [np.asarray(c) for c in cascade.cost_curve]
-    return float(
-        Cascade(
-            alpha,
-            cascade.cost,
-            cascade.K,
-            None if curves is not None else cascade.cost_per_token,
-            fill=cascade.fill,
-            cost_curve=curves,
-            catch_up=cascade.catch_up,
-        ).ewif()
-    )
+    return float(cascade.with_alpha(alpha).ewif())

@@ -17,6 +17,8 @@ import argparse
 import json
 from pathlib import Path
 
+from ewif import cli
+
 HELP = "recommend the best cascade (models, K, lenience) for measured or preset alphas/costs"
 
 
@@ -129,7 +131,7 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(out, indent=2))
     else:
         print(_human(out, best, sd))
-    return INTERRUPTED if result.interrupted else 0
+    return cli.INTERRUPTED if result.interrupted else 0
 
 
 def _space_notes(ms, space: str, best, sd, label: str) -> list[str]:
@@ -180,10 +182,6 @@ def _batch_schedule(ms, spec: str, k_max: int) -> dict:
             "ranges": [{"low": r.low, "high": r.high, "k": r.k} for r in schedule(choices)],
         }
     return out
-
-
-#: Exit status after Ctrl-C, when a partial result was printed (128 + SIGINT, as the shell).
-INTERRUPTED = 130
 
 
 def _interval(ms, best) -> dict:

@@ -73,6 +73,12 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
         "stored; needs the llamacpp extra)",
     )
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    parser.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="progress bars on stderr (default: only when stderr is a terminal)",
+    )
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -85,12 +91,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--warmup", type=int, default=1)
     parser.add_argument("-o", "--output", required=True, help="model-set file to write")
-    parser.add_argument(
-        "--progress",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="progress bars on stderr (default: only when stderr is a terminal)",
-    )
 
 
 def decoding_of(args: argparse.Namespace):
@@ -98,6 +98,11 @@ def decoding_of(args: argparse.Namespace):
     from simulate.decoder.sampling import Decoding
 
     return Decoding(args.temperature, args.top_p)
+
+
+def progress_of(args: argparse.Namespace) -> bool:
+    """``--progress``/``--no-progress``, else bars only when stderr is a terminal."""
+    return sys.stderr.isatty() if args.progress is None else args.progress
 
 
 def run(args: argparse.Namespace) -> int:
@@ -125,7 +130,7 @@ def run(args: argparse.Namespace) -> int:
         repeats=args.repeats,
         warmup=args.warmup,
         backend=args.backend,
-        progress=sys.stderr.isatty() if args.progress is None else args.progress,
+        progress=progress_of(args),
     )
     model_io.save(measured.model_set, args.output)
     if args.json:

@@ -20,10 +20,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
-from realrun.commands.measure import add_model_arguments, decoding_of
+from ewif import cli
+from realrun.commands.measure import add_model_arguments, decoding_of, progress_of
 
 HELP = "run the recommended (or a given) cascade and the baselines on real models"
 
@@ -52,12 +52,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--lenience", type=float, default=1.0)
     parser.add_argument("--no-baselines", action="store_true", help="run only AR and the cascade")
     parser.add_argument("-o", "--output", help="results file to write (csd.results/1 JSON)")
-    parser.add_argument(
-        "--progress",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="progress bars on stderr (default: only when stderr is a terminal)",
-    )
     parser.add_argument("--plot", metavar="PATH", help="figure path (.png/.svg/.pdf)")
 
 
@@ -95,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
         lenience=args.lenience,
         baselines=not args.no_baselines,
         backend=args.backend,
-        progress=sys.stderr.isatty() if args.progress is None else args.progress,
+        progress=progress_of(args),
     )
     if args.output:
         results_io.save(results, args.output)
@@ -105,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(results.to_dict(), indent=2))
     else:
         print(format_results(results))
-    return 130 if results.metadata.get("interrupted") else 0  # Ctrl-C: 128 + SIGINT
+    return cli.INTERRUPTED if results.metadata.get("interrupted") else 0
 
 
 def _plots(results, path: Path) -> None:

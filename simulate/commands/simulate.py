@@ -15,6 +15,8 @@ import json
 import sys
 from typing import Any
 
+from ewif import cli
+
 HELP = "simulate a cascade (Monte Carlo of Algorithm 1) and compare it with the exact EWIF"
 
 
@@ -138,7 +140,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(_human(out, comparison, level))
     if result.interrupted:
-        return 130  # Ctrl-C: the partial comparison was printed (128 + SIGINT)
+        return cli.INTERRUPTED  # Ctrl-C: the partial comparison was printed
     return 0 if comparison.agrees(level) else 1
 
 

@@ -156,3 +156,17 @@ def test_from_model_set_uses_the_curves():
 def test_bad_cost_arguments(kwargs, match):
     with pytest.raises(ValueError, match=match):
         Cascade(alpha_matrix(1, {(0, 1): 0.5}), K=[[3]], **kwargs)
+
+
+def test_with_alpha_keeps_everything_but_the_acceptances():
+    alpha = np.full((3, 3), np.nan)
+    alpha[0, 1], alpha[0, 2], alpha[1, 2] = 0.8, 0.4, 0.6
+    curves = [[1.0, 1.1, 1.3, 1.6], [0.2, 0.22, 0.25], [0.0]]
+    c = Cascade(alpha, None, [[2, 1], [0, 2]], cost_curve=curves, catch_up=[False, True, False])
+    other = alpha.copy()
+    other[0, 1] = 0.5
+    again = c.with_alpha(other)
+    fresh = Cascade(other, None, [[2, 1], [0, 2]], cost_curve=curves, catch_up=[False, True, False])
+    assert again.ewif() == pytest.approx(fresh.ewif(), rel=1e-15)
+    assert again.catch_up.tolist() == c.catch_up.tolist() and again.fill == c.fill
+    assert c.with_alpha(alpha).ewif() == pytest.approx(c.ewif(), rel=1e-15)
