@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from tqdm.auto import tqdm
@@ -179,6 +179,28 @@ class Costs:
         first = next(iter(self.timings.values()))
         return first.seconds[0]
 
+    def merged(self, more: Costs) -> Costs:
+        """These costs with ``more`` rounds of the same passes added (same models, grid and
+        context): neural timings pool their repeats, a proposer's per-token times average."""
+        if list(self.timings) != list(more.timings) or self.context_tokens != more.context_tokens:
+            raise ValueError(
+                f"can merge only costs of the same models on the same context, got "
+                f"{list(self.timings)} ({self.context_tokens} tokens) and "
+                f"{list(more.timings)} ({more.context_tokens} tokens)"
+            )
+        timings: dict[str, PassTiming | float] = {
+            name: t.merged(more.timings[name])
+            if isinstance(t, PassTiming)
+            else (t + more.timings[name]) / 2
+            for name, t in self.timings.items()
+        }
+        return replace(
+            self,
+            timings=timings,
+            curves=relative_curves(timings),
+            repeats=self.repeats + more.repeats,
+        )
+
     def curve_stderr(self) -> tuple[np.ndarray, ...]:
         """Standard error of every point of :attr:`curves` (same units; 0 for a proposer,
         whose per-token time is not repeated), interpolated like the curves."""
@@ -244,13 +266,17 @@ def measure_costs(
             timings[m.name] = time_passes(m, full, max_m, repeats, warmup, seed)
         else:
             timings[m.name] = time_proposer(m, full, len(prompt), max_m)
-    unit = timings[models[0].name].seconds[0]
+    return Costs(timings, relative_curves(timings), len(full), repeats, warmup)
+
+
+def relative_curves(timings: dict[str, PassTiming | float]) -> tuple[np.ndarray, ...]:
+    """Every model's dense cost curve in units of the target's (first) one-token pass."""
+    unit = next(iter(timings.values())).seconds[0]
     if unit <= 0:
         raise ValueError(f"the target's one-token pass must take > 0 s, got {unit!r} s")
-    curves = tuple(
+    return tuple(
         (t.dense() if isinstance(t, PassTiming) else np.array([t])) / unit for t in timings.values()
     )
-    return Costs(timings, curves, len(full), repeats, warmup)
 
 
 def assemble_model_set(

@@ -7,49 +7,26 @@ Held-out calibration. The prompts are split: the first ``measure_prompts`` are t
 *measuring* split (α, cost curves, numerics), the next ``limit`` the *held-out* split on
 which every method runs. The predictions are therefore tested on prompts they never saw.
 
-Numerics (``dtype="auto"``/``threads="auto"`` on a CPU, :func:`measure_numerics`). CPUs
-differ (AVX-512 with bf16 instructions make a bfloat16 review pass nearly as cheap as a
-one-token pass; an AVX2-only CPU emulates bfloat16 slowly), so nothing is assumed: every
-candidate dtype (float32, bfloat16, float16) is loaded and measured on the measuring split
-(α, then for every thread count the pass-cost curves and the target's batch invariance,
-:mod:`realrun.invariance`). A candidate is *eligible* when the target's argmax of a pass
-over ``m`` positions agrees with ``m`` single passes on at least ``min_agreement`` of the
-checked positions (greedy speculative decoding is lossless only then). Among eligible
-candidates the one with the highest predicted throughput wins: ``max(EWIF*, 1) / t_0(1)``,
-the recommended configuration's exact EWIF (autoregressive decoding when nothing beats it)
-over the target's one-token pass time — the speed-up of the best configuration, not the
-speed of ``m = 1`` alone. On a GPU ``"auto"`` is bfloat16 (float16 where unsupported) and
-is not measured.
-
-Backends (``backend=``, :data:`BACKENDS`): ``"transformers"`` (above) or ``"llama.cpp"``
-(:mod:`realrun.llamacpp_model`: ``.gguf`` files run as stored on the CPU — one dtype, the
-file's own, so only the thread count is measured; :func:`set_threads` reaches both torch
-and llama.cpp; the transformers baselines are left out and AR is our decoder).
+Numerics (``dtype="auto"``/``threads="auto"`` on a CPU): chosen by measurement on the
+measuring split, :mod:`realrun.numerics`. Families and backends: :mod:`realrun.family`.
 """
 
 from __future__ import annotations
 
-import gc
 import os
 import platform
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import numpy as np
 import torch
-from tqdm.auto import tqdm
-from transformers import PreTrainedTokenizerBase
 
 from ewif import validate
 from ewif.io import ModelSet
-from ewif.recommendation import Recommendation, recommend
+from ewif.recommendation import recommend
 from ewif.results import Results
-from realrun.bigram import BigramTable
-from realrun.hf_model import HFTokenModel
-from realrun.invariance import Invariance, batch_invariance
-from realrun.loading import load_model, select_device
-from realrun.maxgram import MaxGram
-from realrun.measure import assemble_model_set, check_models, measure_acceptance, measure_costs
+from realrun.family import load_family, set_threads
+from realrun.numerics import measure_numerics
 from realrun.prompts import Prompt, encode, load_prompts
 from realrun.run import (
     Method,
@@ -59,102 +36,9 @@ from realrun.run import (
     recommended_method,
     run,
 )
-from realrun.vocabulary import check_shared_vocabulary
-from simulate.decoder.interface import Proposer, TokenModel
 from simulate.decoder.sampling import Decoding
 
-CPU_DTYPES = ("float32", "bfloat16", "float16")
-#: Inference engines a family can run on: transformers (hub ids, directories, GGUF files
-#: dequantized) or llama.cpp (GGUF files as stored, :mod:`realrun.llamacpp_model`).
-BACKENDS = ("transformers", "llama.cpp")
 _CPU_FLAGS = ("avx2", "avx512f", "avx512_bf16", "avx512_fp16", "amx_bf16", "amx_fp16")
-
-
-@dataclass
-class Family:
-    """Loaded models of one cascade (target first, Max-Gram last if asked) and their tokenizer."""
-
-    chain: list[TokenModel | Proposer]
-    tokenizer: PreTrainedTokenizerBase
-    dtype: str
-    device: str
-    backend: str = "transformers"
-
-    @property
-    def names(self) -> list[str]:
-        return [m.name for m in self.chain]
-
-    @property
-    def neural(self) -> list[str]:
-        return [m.name for m in self.chain if isinstance(m, HFTokenModel)]
-
-
-def load_family(
-    sources: Sequence[str],
-    *,
-    mag: bool = False,
-    bigram: str | None = None,
-    device: str = "auto",
-    dtype: str = "auto",
-    names: Sequence[str] | None = None,
-    backend: str = "transformers",
-) -> Family:
-    """Load ``sources`` (target first; hub ids in the local cache, directories or ``.gguf``;
-    ``backend="llama.cpp"``: ``.gguf`` files only, weights as stored, ``dtype="auto"``),
-    check they share one vocabulary, and append Max-Gram when ``mag`` (bigram fallback from
-    ``bigram``, an ``.npz`` table, else counted over the shipped prompts)."""
-    if backend not in BACKENDS:
-        raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
-    if not sources:
-        raise ValueError("give at least one model (the target)")
-    if bigram is not None and not mag:
-        raise ValueError("a bigram table needs Max-Gram (mag=True / --mag)")
-    if names is not None and len(names) != len(sources):
-        raise ValueError(f"names must name each of the {len(sources)} sources, got {names}")
-    if backend == "llama.cpp":
-        from realrun.llamacpp_model import load_gguf_models
-
-        loaded, tokenizer = load_gguf_models(sources, names=names, device=device, dtype=dtype)
-        chain: list[TokenModel | Proposer] = list(loaded)
-        dtype_name, device_name = f"gguf:{loaded[0].file_type}", "cpu"
-    else:
-        loaded = [
-            load_model(s, device=device, dtype=dtype, name=None if names is None else names[i])
-            for i, s in enumerate(sources)
-        ]
-        check_shared_vocabulary({m.name: m.tokenizer for m in loaded})
-        tokenizer = loaded[0].tokenizer
-        chain = [HFTokenModel(m.model, m.name) for m in loaded]
-        dtype_name = str(loaded[0].dtype).removeprefix("torch.")
-        device_name = str(loaded[0].device)
-    if len({m.name for m in loaded}) != len(loaded):
-        raise ValueError(f"models must be distinct, got names {[m.name for m in loaded]}")
-    widths = {m.vocab_size for m in loaded}
-    if len(widths) != 1:
-        raise ValueError(
-            "models share a tokenizer but not the logit width: "
-            + ", ".join(f"{m.name}={m.vocab_size}" for m in loaded)
-        )
-    if mag:
-        table = (
-            BigramTable.load(bigram, tokenizer)
-            if bigram
-            else BigramTable.from_corpus(
-                [p.text for p in load_prompts("all")], tokenizer, vocab_size=loaded[0].vocab_size
-            )
-        )
-        chain.append(MaxGram(table))
-    if len(chain) < 2:
-        raise ValueError("give at least two models (target and a drafter), or one and --mag")
-    return Family(chain, tokenizer, dtype_name, device_name, backend)
-
-
-def set_threads(family: Family, threads: int) -> None:
-    """Use ``threads`` CPU threads: torch's, and every llama.cpp model's of the family."""
-    torch.set_num_threads(threads)
-    for m in family.chain:
-        if hasattr(m, "set_threads"):
-            m.set_threads(threads)
 
 
 def split_prompts(
@@ -172,45 +56,6 @@ def split_prompts(
             f"for the held-out split after the {k} measuring prompts"
         )
     return every[:k], held
-
-
-@dataclass(frozen=True)
-class NumericsTrial:
-    """One measured numerics candidate: dtype, threads, what it predicts, whether eligible."""
-
-    dtype: str
-    threads: int
-    target_pass_s: float
-    invariance: Invariance
-    recommendation: Recommendation
-    eligible: bool
-
-    @property
-    def predicted_tokens_per_s(self) -> float:
-        """``max(EWIF*, 1) / t_0(1)``: the recommended configuration's throughput."""
-        return max(self.recommendation.ewif, 1.0) / self.target_pass_s
-
-    def to_dict(self) -> dict:
-        return {
-            "dtype": self.dtype,
-            "threads": self.threads,
-            "target_one_token_pass_s": self.target_pass_s,
-            "batch_invariance": self.invariance.to_dict(),
-            "recommendation": recommendation_record(self.recommendation),
-            "predicted_tokens_per_s": self.predicted_tokens_per_s,
-            "eligible": self.eligible,
-        }
-
-
-@dataclass
-class Measured:
-    """What the measuring split produced: the family (in the chosen numerics), its model set,
-    the numerics trials (empty when numerics were given) and the chosen trial."""
-
-    family: Family
-    model_set: ModelSet
-    trials: list[NumericsTrial]
-    threads: int
 
 
 def cpu_description() -> dict:
@@ -235,161 +80,6 @@ def cpu_description() -> dict:
         "torch_cpu_capability": torch.backends.cpu.get_cpu_capability(),
         "torch": torch.__version__,
     }
-
-
-def _measure_family(
-    family: Family,
-    measuring: list[list[int]],
-    *,
-    threads: Sequence[int],
-    max_new_tokens: int,
-    leniences: Sequence[float],
-    decoding: Decoding,
-    max_m: int,
-    k_max: int,
-    repeats: int,
-    warmup: int,
-    min_agreement: float,
-    invariance_positions: int,
-    progress: bool,
-) -> list[tuple[NumericsTrial, ModelSet]]:
-    """α once, then per thread count the cost curves, batch invariance and recommendation."""
-    names = check_models(family.chain)
-    eos = family.tokenizer.eos_token_id
-    set_threads(family, max(threads))
-    acceptance = measure_acceptance(
-        family.chain,
-        measuring,
-        max_new_tokens=max_new_tokens,
-        leniences=leniences,
-        decoding=decoding,
-        eos_token_id=eos,
-        progress=progress,
-    )
-    out = []
-    for t in threads:
-        set_threads(family, t)
-        costs = measure_costs(
-            family.chain,
-            acceptance.typical_context(),
-            max_m=max_m,
-            repeats=repeats,
-            warmup=warmup,
-            progress=progress,
-        )
-        invariance = batch_invariance(
-            family.chain[0], acceptance.contexts, m=4, max_positions=invariance_positions
-        )
-        model_set = assemble_model_set(
-            names,
-            acceptance,
-            costs,
-            metadata={
-                "dtype": family.dtype,
-                "threads": t,
-                "batch_invariance": invariance.to_dict(),
-            },
-        )
-        rec = recommend(model_set, k_max=k_max)
-        trial = NumericsTrial(
-            family.dtype,
-            t,
-            costs.target_pass_seconds,
-            invariance,
-            rec,
-            invariance.rate >= min_agreement,
-        )
-        out.append((trial, model_set))
-    return out
-
-
-def measure_numerics(
-    sources: Sequence[str],
-    measuring: list[Prompt],
-    *,
-    mag: bool,
-    bigram: str | None,
-    device: str,
-    dtype: str,
-    threads: int | str,
-    max_new_tokens: int,
-    leniences: Sequence[float],
-    decoding: Decoding,
-    k_max: int,
-    max_m: int | None = None,
-    repeats: int = 5,
-    warmup: int = 1,
-    min_agreement: float = 0.99,
-    invariance_positions: int = 48,
-    names: Sequence[str] | None = None,
-    progress: bool = True,
-    backend: str = "transformers",
-) -> Measured:
-    """Measure the family on the measuring split, choosing dtype and threads when ``"auto"``
-    on a CPU (module docstring; the llama.cpp backend has one dtype, the GGUF's own, and
-    runs on the CPU); returns the family loaded in the chosen numerics."""
-    min_agreement = validate.probability("min_agreement", min_agreement)
-    max_m = 2 * k_max if max_m is None else validate.count("max_m", max_m, minimum=1)
-    on_cpu = backend == "llama.cpp" or select_device(device).type == "cpu"
-    if threads == "auto":
-        cores = os.cpu_count() or 1
-        counts = tuple(range(1, cores + 1)) if on_cpu else (torch.get_num_threads(),)
-    else:
-        counts = (validate.count("threads", threads, minimum=1),)
-    dtypes = CPU_DTYPES if (dtype == "auto" and on_cpu and backend == "transformers") else (dtype,)
-    best: tuple[NumericsTrial, ModelSet, Family] | None = None
-    trials: list[NumericsTrial] = []
-    for name in tqdm(
-        dtypes, desc="numerics", unit="dtype", disable=not progress or len(dtypes) == 1
-    ):
-        family = load_family(
-            sources, mag=mag, bigram=bigram, device=device, dtype=name, names=names, backend=backend
-        )
-        ids = [encode(p, family.tokenizer) for p in measuring]
-        for trial, model_set in _measure_family(
-            family,
-            ids,
-            threads=counts,
-            max_new_tokens=max_new_tokens,
-            leniences=leniences,
-            decoding=decoding,
-            max_m=max_m,
-            k_max=k_max,
-            repeats=repeats,
-            warmup=warmup,
-            min_agreement=min_agreement,
-            invariance_positions=invariance_positions,
-            progress=progress,
-        ):
-            trials.append(trial)
-            if best is None or _better(trial, best[0]):
-                best = (trial, model_set, family)
-        del family
-        gc.collect()
-    assert best is not None
-    trial, model_set, family = best
-    set_threads(family, trial.threads)
-    if len(trials) == 1:
-        trials = []
-    meta = {
-        **model_set.metadata,
-        "numerics_trials": [t.to_dict() for t in trials],
-        "numerics_choice": "given"
-        if not trials
-        else "highest predicted tokens/s among dtypes with batch-invariance agreement >= "
-        f"{min_agreement:g}"
-        + ("" if trial.eligible else " (none eligible: highest agreement taken)"),
-    }
-    return Measured(family, replace(model_set, metadata=meta), trials, trial.threads)
-
-
-def _better(a: NumericsTrial, b: NumericsTrial) -> bool:
-    """Eligible beats ineligible; then higher predicted tokens/s (ineligible: agreement)."""
-    if a.eligible != b.eligible:
-        return a.eligible
-    if not a.eligible:
-        return a.invariance.rate > b.invariance.rate
-    return a.predicted_tokens_per_s > b.predicted_tokens_per_s
 
 
 def realrun(

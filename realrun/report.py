@@ -22,8 +22,10 @@ def format_results(results: Results) -> str:
         f"{results.decoding['temperature']:g}, top_p={results.decoding['top_p']:g}"
     )
     width = max(len(m.name) for m in results.methods)
+    choice = results.metadata.get("model_set", {}).get("metadata", {}).get("numerics_choice")
     rows = [
         head,
+        *([] if choice in (None, "given") else choice.splitlines()),
         f"{'method':<{width}}  tokens/s  speedup  predicted  |pred/meas-1|    SWI  accepted/step",
     ]
     for m in results.methods:

@@ -30,7 +30,7 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -55,12 +55,15 @@ def grid(max_m: int) -> tuple[int, ...]:
 @dataclass(frozen=True)
 class PassTiming:
     """Mean seconds of one pass per timed ``m`` (``m`` ascending, starting at 1), with the
-    standard error of each mean and the median (empty when not measured)."""
+    standard error of each mean and the median (empty when not measured); ``samples`` keeps
+    the repeated pass times behind them (not stored in files), so that more rounds can be
+    added later (:meth:`merged`)."""
 
     m: tuple[int, ...]
     seconds: tuple[float, ...]
     stderr: tuple[float, ...] = ()
     median: tuple[float, ...] = ()
+    samples: tuple[tuple[float, ...], ...] = field(default=(), repr=False, compare=False)
 
     @classmethod
     def of(cls, m: Sequence[int], samples: Sequence[Sequence[float]]) -> PassTiming:
@@ -78,7 +81,19 @@ class PassTiming:
             means.append(float(v.mean()))
             errors.append(float(v.std(ddof=1) / np.sqrt(v.size)) if v.size > 1 else 0.0)
             medians.append(float(np.median(v)))
-        return cls(tuple(int(x) for x in m), tuple(means), tuple(errors), tuple(medians))
+        kept = tuple(tuple(float(x) for x in values) for values in samples)
+        return cls(tuple(int(x) for x in m), tuple(means), tuple(errors), tuple(medians), kept)
+
+    def merged(self, other: PassTiming) -> PassTiming:
+        """The timing of both measurements' repeats together (same ``m`` grid, both with
+        their samples): more rounds of the same passes."""
+        if self.m != other.m or not self.samples or not other.samples:
+            raise ValueError(
+                f"can merge only timings of one m grid that keep their samples, got m = "
+                f"{list(self.m)} and {list(other.m)}"
+            )
+        pooled = [a + b for a, b in zip(self.samples, other.samples, strict=True)]
+        return PassTiming.of(self.m, pooled)
 
     def dense(self) -> np.ndarray:
         """Seconds for ``m = 1..max(m)``, linearly interpolated between timed points."""

@@ -56,7 +56,7 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--dtype",
         default="auto",
-        help="auto (CPU: measured, see --help of realrun.pipeline), float32, bfloat16 or float16",
+        help="auto (CPU: measured, see docs/realrun.md), float32, bfloat16 or float16",
     )
     parser.add_argument(
         "--threads",
@@ -109,7 +109,8 @@ def run(args: argparse.Namespace) -> int:
     from transformers.utils import logging as hf_logging
 
     from ewif import io as model_io
-    from realrun.pipeline import measure_numerics, split_prompts
+    from realrun.numerics import measure_numerics
+    from realrun.pipeline import split_prompts
     from realrun.report import format_model_set
 
     hf_logging.disable_progress_bar()
@@ -136,6 +137,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(measured.model_set.to_dict(), indent=2))
     else:
+        print(*measured.summary, sep="\n")
         print(format_model_set(measured.model_set))
         print(f"written: {args.output}  (next: csd recommend --from {args.output})")
     return 0

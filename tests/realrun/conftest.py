@@ -24,6 +24,7 @@ Helpers: the tokenizer, model and GGUF builders (:func:`build_llama`, :func:`bui
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -86,3 +87,11 @@ def tiny_gguf(tmp_path_factory):
     model = build_qwen2(32, 2, seed=5, vocab_size=259)
     path = write_gguf(model, tmp_path_factory.mktemp("gguf") / "tiny-qwen2.gguf")
     return path, model
+
+
+@pytest.fixture(scope="module")
+def prompt_file(tmp_path_factory) -> Path:
+    """The tiny prompt texts as a JSONL prompt set."""
+    path = tmp_path_factory.mktemp("prompts") / "p.jsonl"
+    path.write_text("".join(json.dumps({"prompt": t}) + "\n" for t in PROMPT_TEXTS))
+    return path

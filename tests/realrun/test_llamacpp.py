@@ -21,9 +21,9 @@ from ewif import io as model_io
 from ewif import results as results_io
 from ewif.cli import main
 from realrun.bigram import BigramTable
+from realrun.family import load_family
 from realrun.llamacpp_model import LlamaCppTokenModel, gguf_tokenizer, load_gguf_models
 from realrun.maxgram import MaxGram
-from realrun.pipeline import load_family
 from realrun.tiny import PROMPT_TEXTS, build_qwen2, write_gguf
 from simulate.decoder.cascade import CascadeDecoder
 from simulate.decoder.interface import TokenModel

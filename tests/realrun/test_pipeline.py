@@ -1,35 +1,18 @@
-"""realrun.pipeline on tiny models: numerics selection, batch invariance, held-out split,
+"""realrun.pipeline on tiny models: batch invariance, held-out split,
 the honest recommendation and divergence reports."""
 
 from __future__ import annotations
-
-import json
 
 import numpy as np
 import pytest
 
 from ewif.io import ModelSet
 from ewif.recommendation import recommend
+from realrun.family import load_family
 from realrun.invariance import batch_invariance
-from realrun.pipeline import (
-    NumericsTrial,
-    load_family,
-    measure_numerics,
-    realrun,
-    split_prompts,
-)
+from realrun.pipeline import realrun, split_prompts
 from realrun.prompts import load_prompts
 from realrun.run import MethodTally, divergences, recommendation_record
-from simulate.decoder.sampling import Decoding
-
-
-@pytest.fixture(scope="module")
-def prompt_file(tmp_path_factory):
-    from realrun.tiny import PROMPT_TEXTS
-
-    path = tmp_path_factory.mktemp("prompts") / "p.jsonl"
-    path.write_text("".join(json.dumps({"prompt": t}) + "\n" for t in PROMPT_TEXTS))
-    return path
 
 
 class _Flipping:
@@ -70,46 +53,6 @@ def test_split_is_disjoint_and_in_order(prompt_file):
     assert split_prompts(str(prompt_file), 1, 2)[1] == every[1:3]
     with pytest.raises(ValueError, match="held-out"):
         split_prompts(str(prompt_file), 4, None)
-
-
-def test_auto_numerics_measures_every_candidate_and_picks_the_fastest_eligible(
-    tiny_model_dirs, prompt_file
-):
-    measuring, _ = split_prompts(str(prompt_file), 2, None)
-    measured = measure_numerics(
-        [str(tiny_model_dirs["target"]), str(tiny_model_dirs["near"])],
-        measuring,
-        mag=True,
-        bigram=None,
-        device="cpu",
-        dtype="auto",
-        threads="auto",
-        max_new_tokens=6,
-        leniences=(1.0,),
-        decoding=Decoding(),
-        k_max=3,
-        max_m=4,
-        repeats=1,
-        warmup=0,
-        progress=False,
-    )
-    trials = measured.trials
-    import os
-
-    assert {(t.dtype, t.threads) for t in trials} == {
-        (d, n) for d in ("float32", "bfloat16", "float16") for n in range(1, os.cpu_count() + 1)
-    }
-    chosen = next(
-        t for t in trials if (t.dtype, t.threads) == (measured.family.dtype, measured.threads)
-    )
-    eligible = [t for t in trials if t.eligible]
-    assert chosen.eligible and chosen.predicted_tokens_per_s == max(
-        t.predicted_tokens_per_s for t in eligible
-    )
-    assert all(t.eligible == (t.invariance.rate >= 0.99) for t in trials)
-    meta = measured.model_set.metadata
-    assert len(meta["numerics_trials"]) == len(trials) and meta["dtype"] == chosen.dtype
-    assert measured.model_set.cost_curve[0][0] == 1.0
 
 
 def test_realrun_runs_on_the_held_out_split_and_reports_the_decision(tiny_model_dirs, prompt_file):
@@ -161,14 +104,6 @@ def test_recommendation_is_honest_when_nothing_beats_autoregressive():
     fast = recommend(_model_set(0.0, (1.0, 1.05, 1.1)), k_max=4)
     assert fast.decision == "speculative" and fast.ewif > 1.0
     assert recommendation_record(fast)["describe"].startswith("recommended: CSD d [[")
-
-
-def test_trial_prefers_autoregressive_throughput_when_nothing_wins():
-    slow = recommend(_model_set(0.9), k_max=2)
-    from realrun.invariance import Invariance
-
-    trial = NumericsTrial("float32", 1, 0.5, Invariance(4, 8, 8, None), slow, True)
-    assert trial.predicted_tokens_per_s == pytest.approx(1 / 0.5)  # AR: EWIF 1
 
 
 def test_divergences_report_the_first_differing_token_and_its_logit_gap():
