@@ -51,13 +51,13 @@ from realrun.loading import load_model, select_device
 from realrun.maxgram import MaxGram
 from realrun.measure import assemble_model_set, check_models, measure_acceptance, measure_costs
 from realrun.prompts import Prompt, encode, load_prompts
-from realrun.run import (
+from realrun.side_by_side import (
     Method,
     cascade_method,
     default_methods,
     recommendation_record,
     recommended_method,
-    run,
+    run_side_by_side,
 )
 from realrun.vocabulary import check_shared_vocabulary
 from simulate.decoder.interface import Proposer, TokenModel
@@ -85,7 +85,9 @@ class Family:
         return [m.name for m in self.chain]
 
     @property
-    def neural(self) -> list[str]:
+    def assistants(self) -> list[str]:
+        """The models transformers' assisted generation can draft with (those loaded
+        through transformers)."""
         return [m.name for m in self.chain if isinstance(m, HFTokenModel)]
 
 
@@ -392,7 +394,7 @@ def _better(a: NumericsTrial, b: NumericsTrial) -> bool:
     return a.predicted_tokens_per_s > b.predicted_tokens_per_s
 
 
-def realrun(
+def run_pipeline(
     sources: Sequence[str],
     *,
     mag: bool = False,
@@ -470,13 +472,13 @@ def realrun(
     else:
         rec = recommend(model_set, k_max=k_max)
         csd = recommended_method(rec)
-    methods = default_methods(model_set, family.neural, csd=csd, k_max=k_max)
+    methods = default_methods(model_set, family.assistants, csd=csd, k_max=k_max)
     if not baselines:
         methods = [m for m in methods if m.kind in ("autoregressive", "csd")]
     if not decoding.greedy or family.backend != "transformers":
         methods = [m for m in methods if not m.kind.startswith("hf-")]
     ids = [encode(p, family.tokenizer) for p in held]
-    results = run(
+    results = run_side_by_side(
         methods,
         {m.name: m for m in family.chain},
         ids,

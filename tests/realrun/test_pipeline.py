@@ -15,11 +15,11 @@ from realrun.pipeline import (
     NumericsTrial,
     load_family,
     measure_numerics,
-    realrun,
+    run_pipeline,
     split_prompts,
 )
 from realrun.prompts import load_prompts
-from realrun.run import MethodTally, divergences, recommendation_record
+from realrun.side_by_side import MethodTally, divergences, recommendation_record
 from simulate.decoder.sampling import Decoding
 
 
@@ -113,7 +113,7 @@ def test_auto_numerics_measures_every_candidate_and_picks_the_fastest_eligible(
 
 
 def test_realrun_runs_on_the_held_out_split_and_reports_the_decision(tiny_model_dirs, prompt_file):
-    res = realrun(
+    res = run_pipeline(
         [str(tiny_model_dirs["target"]), str(tiny_model_dirs["near"])],
         mag=True,
         prompts=str(prompt_file),
