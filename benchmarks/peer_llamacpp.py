@@ -4,9 +4,10 @@ ewif's predictions of llama.cpp's methods.
 Same GGUF files, same CPU threads, same held-out prompts (:func:`realrun.pipeline.split_prompts`),
 one driving process, greedy:
 
-* ours — :func:`realrun.pipeline.realrun` with ``backend="llama.cpp"``: measure α and the pass-cost
-  curves on the measuring split, recommend, run AR (our decoder, target alone), SD with each
-  drafter at its ewif-best k and the recommended CSD on the held-out split;
+* ours — :func:`realrun.pipeline.run_pipeline` with ``backend="llama.cpp"``: measure α and
+  the pass-cost curves on the measuring split, recommend, run AR (our decoder, target
+  alone), SD with each drafter at its ewif-best k and the recommended CSD on the held-out
+  split;
 * llama.cpp's programs, built from the source vendored in the llama-cpp-python sdist
   (``benchmarks/build_llamacpp_bin.sh``), one invocation per prompt and method:
   ``llama-completion`` (autoregressive; seconds = ``eval time`` + ``sampling time`` of its
@@ -67,7 +68,7 @@ import fetch_weights
 from ewif.cascade import Cascade
 from ewif.io import ModelSet
 from realrun.commands.measure import threads_arg
-from realrun.pipeline import realrun, split_prompts
+from realrun.pipeline import run_pipeline, split_prompts
 from realrun.prompts import Prompt, encode
 from simulate.decoder.sampling import Decoding
 
@@ -468,7 +469,7 @@ def main(argv: list[str] | None = None) -> int:
             names, family = keys, args.family
             prompts, measure, limit = args.prompts, args.measure_prompts, args.limit
             new, k_max, threads = args.max_new_tokens, args.k_max, args.threads
-        ours = realrun(
+        ours = run_pipeline(
             sources,
             names=names,
             mag=True,

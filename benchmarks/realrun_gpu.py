@@ -32,8 +32,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import fetch_weights
 
 from ewif import results as results_io
-from realrun.pipeline import realrun
-from realrun.report import format_results
+from realrun.pipeline import run_pipeline
+from realrun.results_tables import format_results
 
 FAMILIES = {
     "qwen": ("qwen2.5-coder-1.5b/0.5b+mag", ["qwen-1.5b", "qwen-0.5b"]),
@@ -86,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
                 ]
                 prompts, device, dtype, threads = "all", "cuda", "bfloat16", 1
                 limit, new = args.limit, args.max_new_tokens
-            res = realrun(
+            res = run_pipeline(
                 sources,
                 names=names,
                 mag=True,

@@ -34,14 +34,23 @@ Semantics (the contract shared with ``simulate`` and ``realrun``)
   Otherwise the block is filled by repeated review calls of ``j`` (each yields accepted+1
   tokens):
 
-  - ``fill="tokens"`` (the issue's reading of the seed's ambiguous pseudo-code, and the
-    default): calls are repeated until the block holds **at least** ``k_(r+1)j`` tokens;
+  - ``fill="tokens"`` (our reading of the paper's Algorithm 1, whose pseudo-code leaves it
+    open — docs/findings.md, "Algorithm 1's budgets"; the default): calls are repeated
+    until the block holds **at least** ``k_(r+1)j`` tokens;
   - ``fill="rounds"``: exactly ``k_(r+1)j`` review calls — with this reading Theorem 4.3's
     ``n`` fixed rounds is the exact special case ``K = [[n, 0], [0, k]]``.
 
   Then ``r`` runs one pass over the whole draft; token ``i`` of block ``j`` is accepted
   with probability ``alpha[r][j]``; the first rejection ends the review; the call yields
   accepted + 1 tokens (the correction or bonus token).
+* Terms. A *review call* is one call of Algorithm 1's recursive step (above); a *pass* is
+  one forward pass of one model (a review call of ``r`` makes one pass of ``r`` and the
+  passes of the blocks under it). A *neural* model computes next-token logits over a KV
+  cache and pays per pass by the positions ``m`` it processes — the target and every
+  drafter a decoder runs as a ``TokenModel`` (transformers, llama.cpp or the seeded
+  synthetic models); only a neural drafter has a catch-up pass (:mod:`ewif.catch_up`). A
+  *proposer* (Max-Gram, the bigram table) looks its tokens up — no cache, no logits — and
+  can only be a leaf.
 * EWIF = E[tokens per target review] / E[cost per target review] × (cost of one
   autoregressive target token, ``c_0(1)``: ``cost[0] + cost_per_token[0]`` when affine, 1
   for a curve) — renewal–reward, so autoregressive decoding has EWIF exactly 1.
@@ -385,8 +394,8 @@ class Cascade:
         """Expected walltime improvement factor over autoregressive decoding (renewal–reward)."""
         return self.expected_tokens() * self.pass_cost.unit / self.expected_cost()
 
-    def calls(self) -> np.ndarray:
-        """Expected forward passes of each model ``0..n`` per target step (``calls()[0] = 1``)."""
+    def passes_per_step(self) -> np.ndarray:
+        """Expected forward passes of each model ``0..n`` per target step (the target's is 1)."""
         return self._call().passes.copy()
 
     def pass_sizes(self) -> list[PassSizes]:

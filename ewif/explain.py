@@ -1,6 +1,6 @@
 """Plain-language parts of a recommendation: the decision and the review sizes.
 
-Shared by ``csd recommend``, ``csd evaluate`` and ``csd realrun`` (:mod:`realrun.run`).
+Shared by ``csd recommend``, ``csd evaluate`` and ``csd realrun`` (:mod:`realrun.side_by_side`).
 
 * **Decision.** EWIF is in units of autoregressive decoding (EWIF 1), so a configuration
   is only worth running when its EWIF exceeds 1; otherwise the honest answer is "decode

@@ -89,7 +89,7 @@ def search(
     return size
 
 
-def count(name: str, value: int, limit: int, unit: str) -> int:
+def at_most(name: str, value: int, limit: int, unit: str) -> int:
     """An already validated count ``value``; ``ValueError`` above ``limit``."""
     if value > limit:
         raise ValueError(f"{name} must be at most {limit:,} {unit}, got {value:,}")

@@ -1,6 +1,6 @@
 """The results file ``csd.results/1``: what ``csd realrun`` measured, next to what ewif predicted.
 
-``realrun.run`` writes it, ``csd plot calibration`` and the notebooks read it. JSON::
+``realrun.side_by_side`` writes it, ``csd plot calibration`` and the notebooks read it. JSON::
 
     {"schema": "csd.results/1",
      "device": "cpu (2 cores)", "family": "qwen2.5-coder-1.5b/0.5b+mag",

@@ -43,7 +43,9 @@ class Family:
         return [m.name for m in self.chain]
 
     @property
-    def neural(self) -> list[str]:
+    def assistants(self) -> list[str]:
+        """The models transformers' assisted generation can draft with (those loaded
+        through transformers)."""
         return [m.name for m in self.chain if isinstance(m, HFTokenModel)]
 
 

@@ -68,7 +68,7 @@ from realrun.measure import (
     measure_costs,
 )
 from realrun.prompts import Prompt, encode
-from realrun.run import recommendation_record
+from realrun.side_by_side import recommendation_record
 from realrun.timing import time_passes
 from simulate.decoder.sampling import Decoding
 

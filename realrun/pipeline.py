@@ -28,13 +28,13 @@ from ewif.results import Results
 from realrun.family import load_family, set_threads
 from realrun.numerics import measure_numerics
 from realrun.prompts import Prompt, encode, load_prompts
-from realrun.run import (
+from realrun.side_by_side import (
     Method,
     cascade_method,
     default_methods,
     recommendation_record,
     recommended_method,
-    run,
+    run_side_by_side,
 )
 from simulate.decoder.sampling import Decoding
 
@@ -82,7 +82,7 @@ def cpu_description() -> dict:
     }
 
 
-def realrun(
+def run_pipeline(
     sources: Sequence[str],
     *,
     mag: bool = False,
@@ -160,13 +160,13 @@ def realrun(
     else:
         rec = recommend(model_set, k_max=k_max)
         csd = recommended_method(rec)
-    methods = default_methods(model_set, family.neural, csd=csd, k_max=k_max)
+    methods = default_methods(model_set, family.assistants, csd=csd, k_max=k_max)
     if not baselines:
         methods = [m for m in methods if m.kind in ("autoregressive", "csd")]
     if not decoding.greedy or family.backend != "transformers":
         methods = [m for m in methods if not m.kind.startswith("hf-")]
     ids = [encode(p, family.tokenizer) for p in held]
-    results = run(
+    results = run_side_by_side(
         methods,
         {m.name: m for m in family.chain},
         ids,

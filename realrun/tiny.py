@@ -138,7 +138,7 @@ def demo_results(max_new_tokens: int = 12, progress: bool = False) -> Results:
     from realrun.hf_model import HFTokenModel
     from realrun.maxgram import MaxGram
     from realrun.measure import measure
-    from realrun.run import default_methods, run
+    from realrun.side_by_side import default_methods, run_side_by_side
 
     tokenizer = build_tokenizer()
     target = build_llama(64, 2, seed=1)
@@ -163,8 +163,8 @@ def demo_results(max_new_tokens: int = 12, progress: bool = False) -> Results:
             warmup=3,
             progress=progress,
         )
-        methods = default_methods(model_set, neural=["near", "draft"], k_max=4)
-        return run(
+        methods = default_methods(model_set, assistants=["near", "draft"], k_max=4)
+        return run_side_by_side(
             methods,
             family,
             prompts,

@@ -4,7 +4,7 @@ The independent witness for :class:`ewif.Cascade`: it reads only the configurati
 (``.alpha .cost .cost_per_token .cost_curve .K .n .fill``) and *plays* the algorithm — it
 shares no formula with ``ewif`` (it prices each pass from the cost table itself).
 
-Semantics (the contract of issue 3, copied here because the simulator enacts it):
+Semantics (the contract stated in :mod:`ewif.cascade`, restated because the simulator enacts it):
 
 * Models ``0..n``, largest first; 0 is the target. ``K`` is ``n×n`` upper-triangular,
   1-based in the paper: ``k_rj`` is the budget of drafter ``j`` when model ``r−1``
@@ -229,7 +229,7 @@ class StepBatch:
 
     tokens: np.ndarray
     cost: np.ndarray
-    calls: np.ndarray  # (n+1, size) passes of each model
+    passes: np.ndarray  # (n+1, size) passes of each model
     draft: np.ndarray  # length of the target's draft
     accepted: np.ndarray  # tokens of that draft the target accepted
 
@@ -263,12 +263,12 @@ class Engine:
         tokens, draft, accepted = self._review(0, np.arange(size), rng)
         # Passes per step, from the log of review calls; a pass processes m = 1 position
         # (leaf) or D + 1 (review of D drafted tokens): cost = (c + cpt)·passes + cpt·D.
-        calls = np.zeros((n1, size), dtype=np.int64)
+        passes = np.zeros((n1, size), dtype=np.int64)
         drafted = np.zeros((n1, size), dtype=np.int64)
         for r, log in enumerate(self._log):
             if log:
                 where = np.concatenate([w for w, _ in log])
-                calls[r] = np.bincount(where, minlength=size)
+                passes[r] = np.bincount(where, minlength=size)
                 if spec.cost_per_token[r]:
                     weights = np.concatenate([d for _, d in log])
                     drafted[r] = np.bincount(where, weights=weights, minlength=size)
@@ -277,9 +277,9 @@ class Engine:
             if self._leaf[j]:
                 for r in range(j):
                     if spec.K[r, j - 1]:
-                        calls[j] += spec.K[r, j - 1] * calls[r]
+                        passes[j] += spec.K[r, j - 1] * passes[r]
         if spec.cost_curve is None:
-            cost = _weighted(spec.cost + spec.cost_per_token, calls)
+            cost = _weighted(spec.cost + spec.cost_per_token, passes)
             if spec.cost_per_token.any():
                 cost += _weighted(spec.cost_per_token, drafted)
         else:  # price every logged review pass at its own m = D + 1; leaves at m = 1
@@ -289,8 +289,8 @@ class Engine:
                     cost += np.bincount(where, weights=spec.pass_cost(r, d + 1), minlength=size)
             for j in range(1, n1):
                 if self._leaf[j]:
-                    cost += spec.pass_cost(j, np.ones(1, dtype=np.int64))[0] * calls[j]
-        return StepBatch(tokens, cost, calls, draft, accepted)
+                    cost += spec.pass_cost(j, np.ones(1, dtype=np.int64))[0] * passes[j]
+        return StepBatch(tokens, cost, passes, draft, accepted)
 
     def _review(
         self, r: int, where: np.ndarray, rng: np.random.Generator
@@ -365,16 +365,16 @@ class Tally:
     sum_cost: float = 0.0
     sum_cost_sq: float = 0.0
     sum_tokens_cost: float = 0.0
-    calls_sum: np.ndarray = field(default=None)  # type: ignore[assignment]
-    calls_sq: np.ndarray = field(default=None)  # type: ignore[assignment]
+    passes_sum: np.ndarray = field(default=None)  # type: ignore[assignment]
+    passes_sq: np.ndarray = field(default=None)  # type: ignore[assignment]
     token_hist: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     accepted_hist: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     rejected_at_hist: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
     def __post_init__(self) -> None:
-        if self.calls_sum is None:
-            self.calls_sum = np.zeros(self.n_models, dtype=np.float64)
-            self.calls_sq = np.zeros(self.n_models, dtype=np.float64)
+        if self.passes_sum is None:
+            self.passes_sum = np.zeros(self.n_models, dtype=np.float64)
+            self.passes_sq = np.zeros(self.n_models, dtype=np.float64)
 
     def add(self, b: StepBatch) -> None:
         # Plain multiply-and-sum, not ``@``: BLAS threads make 1-D dots slow on shared cores.
@@ -385,8 +385,8 @@ class Tally:
         self.sum_cost += float(b.cost.sum())
         self.sum_cost_sq += float((b.cost * b.cost).sum())
         self.sum_tokens_cost += float((t * b.cost).sum())
-        self.calls_sum += b.calls.sum(axis=1)
-        self.calls_sq += (b.calls * b.calls).sum(axis=1)
+        self.passes_sum += b.passes.sum(axis=1)
+        self.passes_sq += (b.passes * b.passes).sum(axis=1)
         self.token_hist = _add_hist(self.token_hist, t)
         self.accepted_hist = _add_hist(self.accepted_hist, b.accepted)
         rejected = b.accepted < b.draft
@@ -469,12 +469,12 @@ class SimulationResult:
         t = self.tally
         return mean_estimate(t.sum_cost, t.sum_cost_sq, t.trials, level)
 
-    def calls(self, level: float = 0.999) -> list[Estimate]:
+    def passes_per_step(self, level: float = 0.999) -> list[Estimate]:
         """Mean passes of each model ``0..n`` per target step."""
         t = self.tally
         return [
             mean_estimate(float(s), float(q), t.trials, level)
-            for s, q in zip(t.calls_sum, t.calls_sq, strict=True)
+            for s, q in zip(t.passes_sum, t.passes_sq, strict=True)
         ]
 
     def token_counts(self) -> np.ndarray:
@@ -518,7 +518,7 @@ class SimulationResult:
             "ewif": self.ewif(level).to_dict(),
             "expected_tokens": self.expected_tokens(level).to_dict(),
             "expected_cost": self.expected_cost(level).to_dict(),
-            "calls": [e.to_dict() for e in self.calls(level)],
+            "calls": [e.to_dict() for e in self.passes_per_step(level)],
             "tokens_distribution": self.tokens_distribution().tolist(),
             "acceptance_by_position": self.acceptance_by_position(max_position, level).to_dict(),
         }

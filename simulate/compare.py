@@ -115,7 +115,9 @@ def compare_with_exact(
         ("expected_cost", result.expected_cost(level), cascade.expected_cost()),
     ):
         rows.append(Row(name, est.value, float(exact), est.se, est.z(float(exact))))
-    for i, (est, exact) in enumerate(zip(result.calls(level), cascade.calls(), strict=True)):
+    for i, (est, exact) in enumerate(
+        zip(result.passes_per_step(level), cascade.passes_per_step(), strict=True)
+    ):
         rows.append(Row(f"calls[{i}]", est.value, float(exact), est.se, est.z(float(exact))))
     curve = result.acceptance_by_position(m, level)
     exact_curve = np.asarray(cascade.acceptance_by_position(m), dtype=float)

@@ -29,7 +29,7 @@ class _Step:
         self.alpha = spec.alpha.tolist()
         self.K = spec.K.tolist()
         self.leaf = [spec.is_leaf(j) for j in range(spec.n + 1)]
-        self.calls = [0] * (spec.n + 1)
+        self.passes = [0] * (spec.n + 1)
         self.verified = [0] * (spec.n + 1)
         self.spent = 0.0  # cost of the step's passes, priced one by one (measured curves)
         self.curve = spec.cost_curve is not None
@@ -43,7 +43,7 @@ class _Step:
             if k == 0:
                 continue
             if self.leaf[j]:
-                self.calls[j] += k
+                self.passes[j] += k
                 self.verified[j] += k
                 if self.curve:
                     self.spent += k * float(self.spec.pass_cost(j, np.array([1]))[0])
@@ -57,7 +57,7 @@ class _Step:
                     y = self.review(j)[0]
                     draft.extend([j] * y)
                     block += y
-        self.calls[r] += 1
+        self.passes[r] += 1
         self.verified[r] += len(draft) + 1
         if self.curve:
             self.spent += float(self.spec.pass_cost(r, np.array([len(draft) + 1]))[0])
@@ -77,24 +77,24 @@ def simulate_loop(cascade: Any, trials: int, seed: int | None = 0) -> Simulation
     rng = random.Random(seed)
     n1 = spec.n + 1
     rows: list[tuple[int, int, int]] = []
-    calls: list[list[int]] = []
+    passes: list[list[int]] = []
     verified: list[list[int]] = []
     spent: list[float] = []
     start = time.perf_counter()
     for _ in range(trials):
         step = _Step(spec, rng)
         rows.append(step.review(0))
-        calls.append(step.calls)
+        passes.append(step.passes)
         verified.append(step.verified)
         spent.append(step.spent)
     seconds = time.perf_counter() - start
     tokens, draft, accepted = (np.asarray(col, dtype=np.int64) for col in zip(*rows, strict=True))
-    calls_arr = np.asarray(calls, dtype=np.int64).T
+    passes_arr = np.asarray(passes, dtype=np.int64).T
     if spec.cost_curve is None:
-        cost = spec.cost @ calls_arr + spec.cost_per_token @ np.asarray(verified, dtype=np.int64).T
+        cost = spec.cost @ passes_arr + spec.cost_per_token @ np.asarray(verified, dtype=np.int64).T
     else:
         cost = np.asarray(spent)
     tally = Tally(n1)
-    tally.add(StepBatch(tokens, cost, calls_arr, draft, accepted))
+    tally.add(StepBatch(tokens, cost, passes_arr, draft, accepted))
     unit = float(spec.cost[0] + spec.cost_per_token[0])
     return SimulationResult(tally, unit, seed, trials, False, seconds)

@@ -69,9 +69,9 @@ def simulate_sd(
 
     def make(size: int, rng: np.random.Generator) -> StepBatch:
         accepted = _leading_run(rng.random((size, k)) < alpha, k)
-        calls = np.vstack([np.ones(size, dtype=np.int64), np.full(size, k, dtype=np.int64)])
+        passes = np.vstack([np.ones(size, dtype=np.int64), np.full(size, k, dtype=np.int64)])
         draft = np.full(size, k, dtype=np.int64)
-        return StepBatch(accepted + 1, 1.0 + k * c + np.zeros(size), calls, draft, accepted)
+        return StepBatch(accepted + 1, 1.0 + k * c + np.zeros(size), passes, draft, accepted)
 
     return _run(make, 2, trials, seed, batch_size, progress)
 
@@ -104,11 +104,11 @@ def simulate_vertical(
             draft += _leading_run(rng.random((size, k)) < alpha2, k) + 1
         width = int(draft.max(initial=0))
         accepted = _leading_run(rng.random((size, width)) < alpha, draft)
-        calls = np.vstack(
+        passes = np.vstack(
             [np.ones(size, dtype=np.int64), np.full(size, n), np.full(size, n * k)]
         ).astype(np.int64)
         cost = np.full(size, 1.0 + n * c1 + n * k * c2)
-        return StepBatch(accepted + 1, cost, calls, draft, accepted)
+        return StepBatch(accepted + 1, cost, passes, draft, accepted)
 
     return _run(make, 3, trials, seed, batch_size, progress)
 
@@ -137,9 +137,9 @@ def simulate_horizontal(
 
     def make(size: int, rng: np.random.Generator) -> StepBatch:
         accepted = _leading_run(rng.random((size, k)) < a, k)
-        calls = np.ones((k + 1, size), dtype=np.int64)
+        passes = np.ones((k + 1, size), dtype=np.int64)
         draft = np.full(size, k, dtype=np.int64)
         cost = np.full(size, 1.0 + float(c.sum()))
-        return StepBatch(accepted + 1, cost, calls, draft, accepted)
+        return StepBatch(accepted + 1, cost, passes, draft, accepted)
 
     return _run(make, k + 1, trials, seed, batch_size, progress)

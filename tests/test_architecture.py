@@ -44,7 +44,9 @@ def test_imports_point_one_way(package):
 
 def test_the_checker_sees_a_forbidden_import(tmp_path):
     bad = tmp_path / "bad.py"
-    bad.write_text("import numpy\nfrom realrun.run import run\nfrom . import sibling\n")
+    bad.write_text(
+        "import numpy\nfrom realrun.side_by_side import run_side_by_side\nfrom . import sibling\n"
+    )
     assert imported_packages(bad) == {"numpy", "realrun"}
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 
-HELP = "evaluate the cascade section of a model-set file exactly (EWIF, tokens, cost, calls)"
+HELP = "evaluate the cascade section of a model-set file exactly (EWIF, tokens, cost, passes)"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -31,16 +31,16 @@ def run(args: argparse.Namespace) -> int:
     from ewif import io, limits
     from ewif.cascade import Cascade
     from ewif.explain import decision, review_lines, review_sizes
-    from ewif.report import table
+    from ewif.text_table import table
 
     ms = io.load(args.file)
     if ms.cascade is None:
         raise ValueError(f"{args.file}: no 'cascade' section to evaluate (models, K, lenience)")
     if args.positions < 1:
         raise ValueError(f"--positions must be an integer >= 1, got {args.positions}")
-    limits.count("--positions", args.positions, limits.MAX_POSITIONS, "draft positions")
+    limits.at_most("--positions", args.positions, limits.MAX_POSITIONS, "draft positions")
     c = Cascade.from_model_set(ms, fill=args.fill)
-    calls, share = c.calls(), c.swi_breakdown()
+    passes, share = c.passes_per_step(), c.swi_breakdown()
     out = {
         "models": list(c.names),
         "K": c.K.tolist(),
@@ -49,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
         "ewif": c.ewif(),
         "expected_tokens": c.expected_tokens(),
         "expected_cost": c.expected_cost(),
-        "calls": {m: float(calls[i]) for i, m in enumerate(c.names)},
+        "calls": {m: float(passes[i]) for i, m in enumerate(c.names)},
         "cost_share": {m: float(share[i]) for i, m in enumerate(c.names)},
         "acceptance_by_position": c.acceptance_by_position(args.positions).tolist(),
         "decision": decision(c.ewif()),
@@ -77,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
     print(
         table(
             ["model", "passes/step", "cost share"],
-            [[m, calls[i], f"{share[i] * 100:.1f}%"] for i, m in enumerate(c.names)],
+            [[m, passes[i], f"{share[i] * 100:.1f}%"] for i, m in enumerate(c.names)],
         )
     )
     print("P(position i accepted): " + " ".join(f"{p:.3f}" for p in out["acceptance_by_position"]))

@@ -75,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
     ms, where = load_model_set(args.preset, args.from_file)
     if args.top < 1:
         raise ValueError(f"--top must be an integer >= 1, got {args.top}")
-    limits.count("--top", args.top, limits.MAX_TOP, "rows")
+    limits.at_most("--top", args.top, limits.MAX_TOP, "rows")
     plot_paths = _plot_paths(args.plot) if args.plot else None
     rec = recommend(
         ms,
@@ -91,11 +91,11 @@ def run(args: argparse.Namespace) -> int:
     best = result.best
     casc = result.cascade()
     sd = best_sd(ms)
-    calls, share = casc.calls(), casc.swi_breakdown()
+    passes, share = casc.passes_per_step(), casc.swi_breakdown()
     where_time = [
         {
             "model": m,
-            "passes": float(calls[i]),
+            "passes": float(passes[i]),
             "cost": float(share[i] * casc.expected_cost()),
             "share": float(share[i]),
         }
@@ -230,7 +230,7 @@ def _plots(result, casc, ms, paths, k_max) -> list[Path]:
 
 def _human(out: dict, best, sd) -> str:
     from ewif.explain import autoregressive_line, review_lines
-    from ewif.report import table
+    from ewif.text_table import table
 
     rec = out["recommended"]
     lines = [

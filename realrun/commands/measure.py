@@ -111,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
     from ewif import io as model_io
     from realrun.numerics import measure_numerics
     from realrun.pipeline import split_prompts
-    from realrun.report import format_model_set
+    from realrun.results_tables import format_model_set
 
     hf_logging.disable_progress_bar()
     measuring, _ = split_prompts(args.prompts, args.limit, None, held_out=False)

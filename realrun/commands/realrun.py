@@ -60,8 +60,8 @@ def run(args: argparse.Namespace) -> int:
 
     from ewif import io as model_io
     from ewif import results as results_io
-    from realrun.pipeline import realrun
-    from realrun.report import format_results
+    from realrun.pipeline import run_pipeline
+    from realrun.results_tables import format_results
 
     hf_logging.disable_progress_bar()
     if args.plot:
@@ -71,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
     from ewif import validate
 
     K = None if args.K is None else validate.json_matrix("--K", args.K)
-    results = realrun(
+    results = run_pipeline(
         args.models,
         mag=args.mag,
         bigram=args.bigram,

@@ -91,13 +91,13 @@ def run(args: argparse.Namespace) -> int:
     from simulate.compare import compare_with_exact, default_max_position
 
     trials = validate.count("--trials", args.trials, minimum=2)
-    limits.count("--trials", trials, limits.MAX_TRIALS, "target steps (minutes at worst)")
+    limits.at_most("--trials", trials, limits.MAX_TRIALS, "target steps (minutes at worst)")
     level = validate.probability("--level", args.level)
     if not 0.0 < level < 1.0:
         raise ValueError(f"--level must be strictly between 0 and 1, got {args.level!r}")
     if args.positions is not None:
         validate.count("--positions", args.positions, minimum=1)
-        limits.count("--positions", args.positions, limits.MAX_POSITIONS, "draft positions")
+        limits.at_most("--positions", args.positions, limits.MAX_POSITIONS, "draft positions")
     if args.plot:
         from ewif.plotting import style
 
@@ -145,7 +145,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _human(out: dict, comparison: Any, level: float) -> str:
-    from ewif.report import table
+    from ewif.text_table import table
     from simulate.stats import normal_quantile
 
     c, r = out["cascade"], comparison.result

@@ -2,7 +2,7 @@
 
 Models ``0..n``, largest first: ``0`` is the target, ``1..n`` the drafters (a
 :class:`~simulate.decoder.interface.Proposer` may only be a leaf). ``K`` is the ``n × n``
-upper-triangular budget matrix, 1-based as in the paper's Table 5 and issue 3:
+upper-triangular budget matrix, 1-based as in the paper's Table 5:
 ``k_rj`` (``K[r-1][j-1]``) is the token budget of drafter ``j`` when model ``r − 1``
 reviews.
 
@@ -13,8 +13,8 @@ A **review call by model r** on a sequence builds its draft block by block,
   tokens directly — one pass per token for a TokenModel, one ``propose`` call for a
   Proposer;
 * otherwise the block is filled by repeated review calls of ``j`` (each yields
-  ``accepted + 1`` tokens) until it holds **at least** ``k`` tokens (the seed's
-  pseudo-code is ambiguous here; this is issue 3's reading, shared with ``ewif``).
+  ``accepted + 1`` tokens) until it holds **at least** ``k`` tokens (the reading of
+  Algorithm 1 stated in :mod:`ewif.cascade`, ``fill="tokens"``).
 
 Then ``r`` runs one pass over the whole draft and reviews it (:mod:`.verify`): the first
 rejection ends the review, which yields ``accepted + 1`` tokens. Lenience ``l`` applies to

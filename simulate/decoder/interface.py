@@ -1,9 +1,9 @@
 """The model interface the token-level cascade is written against.
 
-Two kinds of drafters exist:
+Two kinds of drafters exist (the terms: :mod:`ewif.cascade`, "Terms"):
 
-* :class:`TokenModel` — a neural (or synthetic) causal LM that returns next-token
-  logits. It may be a reviewer (one pass over a whole draft) or a leaf drafter
+* :class:`TokenModel` — a neural model: a causal LM (real or seeded synthetic) that
+  returns next-token logits. It may be a reviewer (one pass over a whole draft) or a leaf drafter
   (autoregressive, one pass per token). It owns a cache of one sequence (batch size 1).
 * :class:`Proposer` — a deterministic statistical drafter (Max-Gram, bigram). It always
   is a leaf; its proposals are point masses, so in speculative sampling its draft

@@ -1,8 +1,8 @@
 r"""The verify step of Algorithm 1: one reviewer checks a draft — exact speculative sampling
 with lenience (:func:`speculative_verify`), and the greedy check (:func:`greedy_verify`).
 
-Sampling review (Leviathan et al., Algorithm 1 / Theorem 3.5 there; the seed's review
-function with lenience ``l >= 1``). The reviewer's next-token distributions are
+Sampling review (Leviathan et al., Algorithm 1 / Theorem 3.5 there; with the CS Drafting
+paper's lenience ``l >= 1``). The reviewer's next-token distributions are
 ``p_0..p_L`` (one pass over prefix + draft); draft token ``x_i`` was drawn from ``q_i``.
 Scanning ``i = 0, 1, ...``: accept ``x_i`` with probability ``min(1, l·p_i(x_i)/q_i(x_i))``;
 at the first rejection output a token from the residual ``norm(max(0, p_i − q_i))`` and

@@ -31,7 +31,7 @@ def test_single_drafter_is_corollary_4_2(a, k, c):
     casc = Cascade(alpha_matrix(1, {(0, 1): a}), [1, c], [[k]])
     assert casc.ewif() == pytest.approx(sd_ewif(a, k, c), rel=1e-12, abs=0)
     assert casc.tokens_pgf().isclose(phi(a, k), atol=1e-14)
-    np.testing.assert_allclose(casc.calls(), [1, k], rtol=0)
+    np.testing.assert_allclose(casc.passes_per_step(), [1, k], rtol=0)
     assert casc.expected_cost() == pytest.approx(1 + k * c, rel=1e-15)
 
 
@@ -52,7 +52,7 @@ def test_rounds_fill_is_theorem_4_3(a, a2, k, n, c1, c2):
     np.testing.assert_allclose(
         casc.tokens_pgf().coefficients, expect[: casc.tokens_pgf().coefficients.size], atol=1e-13
     )
-    np.testing.assert_allclose(casc.calls(), [1, n, n * k], rtol=1e-14)
+    np.testing.assert_allclose(casc.passes_per_step(), [1, n, n * k], rtol=1e-14)
 
 
 @given(st.lists(st.tuples(prob, costs), min_size=1, max_size=6))
@@ -162,7 +162,7 @@ def test_appendix_b_example_and_breakdown():
     casc = Cascade(a, [1, 68 / 7000, 0], [[2, 10], [0, 10]])
     assert casc.swi_breakdown().sum() == pytest.approx(1.0)
     share = casc.swi_breakdown() * casc.expected_cost()
-    calls = casc.calls()
+    calls = casc.passes_per_step()
     assert share[1] == pytest.approx(calls[1] * 68 / 7000)
     assert calls[0] == 1 and calls[2] >= 10 + 10  # MaG block at the target + inside 68M
 

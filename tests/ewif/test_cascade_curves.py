@@ -108,14 +108,14 @@ def test_affine_curves_equal_cost_per_token(alphas, cost, cpt, M, k1, k2):
     affine = Cascade(a, cost, K, cost_per_token=cpt)
     curved = Cascade(a, None, K, cost_curve=curves)  # drafts exceed M: extrapolated
     assert curved.ewif() == pytest.approx(affine.ewif(), rel=1e-12)
-    np.testing.assert_allclose(curved.calls(), affine.calls(), rtol=1e-14)
+    np.testing.assert_allclose(curved.passes_per_step(), affine.passes_per_step(), rtol=1e-14)
 
 
 def test_pass_sizes_are_exact_and_add_up():
     a = alpha_matrix(2, {(0, 1): 0.8, (0, 2): 0.5, (1, 2): 0.6})
     casc = Cascade(a, None, [[3, 2], [0, 4]], cost_curve=[[1, 1.5, 1.2], [0.1, 0.2], [0.0]])
     sizes = casc.pass_sizes()
-    assert [s.passes for s in sizes] == pytest.approx(list(casc.calls()), rel=1e-14)
+    assert [s.passes for s in sizes] == pytest.approx(list(casc.passes_per_step()), rel=1e-14)
     assert sum(s.total_cost for s in sizes) == pytest.approx(casc.expected_cost(), rel=1e-14)
     target = sizes[0]
     assert target.counts[:4].tolist() == [0, 0, 0, 0]  # D >= k11 + k12 = 5: m >= 6

@@ -52,7 +52,7 @@ def test_proofs_reject_a_wrong_closed_form(monkeypatch: pytest.MonkeyPatch) -> N
 
 
 def test_composition_is_not_the_power_symbolically() -> None:
-    """``φ(φ(α))`` and ``φ(α)²`` differ as polynomials (k = 1), so the seed's reading of
+    """``φ(φ(α))`` and ``φ(α)²`` differ as polynomials (k = 1), so the composition reading of
     Theorem 4.3 is a different formula, not a rewriting of the power."""
     a, a2 = symbolic.alpha, symbolic.alpha2
     f = symbolic.phi_polynomial(a2, 1)

@@ -42,7 +42,7 @@ def enumerated_tokens(alpha: Fraction, alpha2: Fraction, k: int, n: int) -> Frac
 
 
 def composition_tokens(alpha: float, alpha2: float, k: int, n: int) -> float:
-    """The seed's reading: ``(1 − α φ(φ(…φ(α))))/(1 − α)`` with n-fold composition."""
+    """The composition reading: ``(1 − α φ(φ(…φ(α))))/(1 − α)`` with n-fold composition."""
     f, y = phi(alpha2, k), alpha
     for _ in range(n):
         y = f(y)

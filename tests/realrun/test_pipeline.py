@@ -10,9 +10,9 @@ from ewif.io import ModelSet
 from ewif.recommendation import recommend
 from realrun.family import load_family
 from realrun.invariance import batch_invariance
-from realrun.pipeline import realrun, split_prompts
+from realrun.pipeline import run_pipeline, split_prompts
 from realrun.prompts import load_prompts
-from realrun.run import MethodTally, divergences, recommendation_record
+from realrun.side_by_side import MethodTally, divergences, recommendation_record
 
 
 class _Flipping:
@@ -56,7 +56,7 @@ def test_split_is_disjoint_and_in_order(prompt_file):
 
 
 def test_realrun_runs_on_the_held_out_split_and_reports_the_decision(tiny_model_dirs, prompt_file):
-    res = realrun(
+    res = run_pipeline(
         [str(tiny_model_dirs["target"]), str(tiny_model_dirs["near"])],
         mag=True,
         prompts=str(prompt_file),

@@ -83,10 +83,11 @@ def _theorem_4_3(alpha: float, alpha2: float, k: int, n: int) -> Cascade:
 
 @pytest.mark.parametrize(("alpha", "alpha2", "k", "n"), [(0.8, 0.7, 3, 3), (0.6, 0.9, 2, 4)])
 def test_composition_formula_is_rejected_power_is_not(alpha, alpha2, k, n) -> None:
-    """The check can fail: the seed's composition φ^∘n for Theorem 4.3 is rejected.
+    """The check can fail: the composition reading φ^∘n of Theorem 4.3 is rejected.
 
-    Draft length of n rounds has PGF φ(x)^n (independent rounds: a power); the seed reads
-    φ^n as n-fold composition. The target's tokens then have PGF review(α, ·) of either.
+    Draft length of n rounds has PGF φ(x)^n (independent rounds: a power); the composition
+    reading takes φ^n as n-fold composition. The target's tokens then have PGF review(α, ·)
+    of either.
     """
     cascade = _theorem_4_3(alpha, alpha2, k, n)
     result = simulate(cascade, trials=50_000, seed=43)
@@ -146,7 +147,9 @@ def test_edges_alpha_zero_and_one_are_exact() -> None:
     # calls fill its block; the target accepts all 2 + 3 tokens and adds one.
     assert np.array_equal(r.token_counts(), np.r_[np.zeros(6), 1_000])
     assert r.ewif().se == 0.0 and r.ewif().value == pytest.approx(cascade.ewif(), rel=1e-14)
-    assert [e.value for e in r.calls()] == pytest.approx(list(cascade.calls()), rel=1e-14)
+    assert [e.value for e in r.passes_per_step()] == pytest.approx(
+        list(cascade.passes_per_step()), rel=1e-14
+    )
     curve = r.acceptance_by_position(6)
     assert curve.p.tolist() == [1, 1, 1, 1, 1, 0]
 

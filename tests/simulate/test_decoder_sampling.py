@@ -68,7 +68,7 @@ def test_sample_follows_the_distribution_and_never_draws_zeros() -> None:
     assert chi_square(counts, {(i,): float(p[i]) for i in np.flatnonzero(p)}).p_value >= 1e-3
 
 
-# -- extreme temperatures and logits (issue 12) -----------------------------------------
+# -- extreme temperatures and logits ---------------------------------------------------
 
 EXTREME_LOGITS = [0.0, 1.0, -1.0, 1e30, -1e30, 1e308, -1e308, 5e-324, -np.inf]
 extreme_rows = (

@@ -69,7 +69,8 @@ from simulate.decoder.cascade import CascadeDecoder, CascadeStats
 from simulate.decoder.interface import Proposer
 from simulate.decoder.sampling import Decoding
 
-#: Neural models that count their passes (prefilled before the clock, priced per pass size).
+#: The real neural models (the term: :mod:`ewif.cascade`, "Terms"): they count their passes
+#: (prefilled before the clock, priced per pass size).
 _COUNTED = (HFTokenModel, LlamaCppTokenModel)
 
 
@@ -154,15 +155,16 @@ def best_sd_method(model_set: ModelSet, drafter: str, k_max: int = 12) -> Method
 
 def default_methods(
     model_set: ModelSet,
-    neural: Sequence[str],
+    assistants: Sequence[str],
     *,
     csd: Method | None = None,
     k_max: int = 12,
     prompt_lookup_k: int = 10,
 ) -> list[Method]:
     """AR, SD with each drafter (best k), the CSD (given or recommended), HF assisted with
-    each neural drafter in ``neural``, HF prompt lookup. An SD identical to the CSD (a
-    recommendation can be a single drafter) is listed once, as the CSD."""
+    each drafter in ``assistants`` (models loaded through transformers), HF prompt lookup.
+    An SD identical to the CSD (a recommendation can be a single drafter) is listed once,
+    as the CSD."""
     target = model_set.models[0]
     csd = csd if csd is not None else recommended_method(recommend(model_set, k_max=k_max))
     methods = [Method("AR", "autoregressive", (target,))]
@@ -175,7 +177,7 @@ def default_methods(
     methods += [
         Method(f"HF assisted {d}", "hf-assisted", (target, d))
         for d in model_set.models[1:]
-        if d in neural
+        if d in assistants
     ]
     methods.append(
         Method(
@@ -204,7 +206,7 @@ class MethodTally:
         self.stats = stats if self.stats is None else self.stats + stats
 
 
-def run(
+def run_side_by_side(
     methods: Sequence[Method],
     models: Mapping[str, HFTokenModel | Proposer],
     prompts: Sequence[Sequence[int]],
@@ -465,7 +467,7 @@ def _results(
             sources[m.name] = dict(st.sources)
     metadata = {
         "interrupted": interrupted,
-        "timing": "decoding wall time; prompt prefill excluded (see realrun.run)",
+        "timing": "decoding wall time; prompt prefill excluded (see realrun.side_by_side)",
         "mean_accepted_length": "tokens per target step, bonus token included (vLLM)",
         "outputs_differing_from_AR": mismatches,
         "accepted_token_sources": sources,

@@ -1,4 +1,4 @@
-"""realrun.run on tiny models: every method lossless (greedy = AR token for token), the
+"""realrun.side_by_side on tiny models: every method lossless (greedy = AR token for token), the
 results file valid, SWI from counted passes, Ctrl-C keeps finished prompts."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from realrun.bigram import BigramTable
 from realrun.hf_model import HFTokenModel
 from realrun.maxgram import MaxGram
 from realrun.measure import measure
-from realrun.report import format_results, wall_time_lines
-from realrun.run import Method, cascade_method, default_methods, run
+from realrun.results_tables import format_results, wall_time_lines
+from realrun.side_by_side import Method, cascade_method, default_methods, run_side_by_side
 from realrun.tiny import EOS, PROMPT_TEXTS
 
 NEW = 12
@@ -41,7 +41,7 @@ def setup(tiny_models, tiny_tokenizer, tiny_prompts):
 @pytest.fixture(scope="module")
 def results(setup, tiny_prompts):
     models, ms = setup
-    methods = default_methods(ms, neural=["near", "draft"], k_max=4)
+    methods = default_methods(ms, assistants=["near", "draft"], k_max=4)
     methods.append(
         cascade_method(
             "CSD 3-level l=3",
@@ -51,7 +51,7 @@ def results(setup, tiny_prompts):
             3.0,
         )
     )
-    return run(
+    return run_side_by_side(
         methods,
         models,
         tiny_prompts,
@@ -89,7 +89,9 @@ def test_results_file_round_trip_and_consistency(results, tmp_path):
 def test_swi_is_recomputed_from_counted_passes(setup, tiny_prompts):
     models, ms = setup
     method = cascade_method("SD near", "sd", ("target", "near"), [[3]])
-    res = run([method], models, tiny_prompts[:1], model_set=ms, max_new_tokens=NEW, progress=False)
+    res = run_side_by_side(
+        [method], models, tiny_prompts[:1], model_set=ms, max_new_tokens=NEW, progress=False
+    )
     # rerun by hand, counting passes the same way
     t, d = models["target"], models["near"]
     for x in (t, d):
@@ -132,7 +134,9 @@ def test_ctrl_c_keeps_the_prompts_every_method_finished(setup, tiny_prompts):
     models, ms = setup
     wrapped = dict(models, near=_Interrupting(models["near"], after=20))
     method = cascade_method("SD near", "sd", ("target", "near"), [[2]])
-    res = run([method], wrapped, tiny_prompts, model_set=ms, max_new_tokens=NEW, progress=False)
+    res = run_side_by_side(
+        [method], wrapped, tiny_prompts, model_set=ms, max_new_tokens=NEW, progress=False
+    )
     assert res.metadata["interrupted"] is True
     assert 1 <= res.prompts < len(tiny_prompts)
 
@@ -149,7 +153,7 @@ def test_hf_baselines_match_plain_greedy(tiny_models, tiny_prompts):
 def test_bad_input(setup, tiny_prompts):
     models, ms = setup
     with pytest.raises(ValueError, match=r"upper[- ]triangular"):
-        run(
+        run_side_by_side(
             [cascade_method("bad", "csd", ("target", "near", "draft"), [[1, 0], [2, 1]])],
             models,
             tiny_prompts,
@@ -159,7 +163,7 @@ def test_bad_input(setup, tiny_prompts):
     with pytest.raises(ValueError, match=r"shape \(2, 2\)"):
         cascade_method("bad", "csd", ("target", "near", "draft"), [[1]])
     with pytest.raises(ValueError, match="empty"):
-        run(
+        run_side_by_side(
             [Method("AR", "autoregressive", ("target",))],
             models,
             [tiny_prompts[0], []],
@@ -167,7 +171,7 @@ def test_bad_input(setup, tiny_prompts):
             progress=False,
         )
     with pytest.raises(ValueError, match="not loaded"):
-        run(
+        run_side_by_side(
             [Method("AR", "autoregressive", ("ghost",))],
             models,
             tiny_prompts,
@@ -177,7 +181,7 @@ def test_bad_input(setup, tiny_prompts):
     with pytest.raises(ValueError, match="greedy only"):
         from simulate.decoder.sampling import Decoding
 
-        run(
+        run_side_by_side(
             [Method("PL", "hf-prompt-lookup", ("target",), k=3)],
             models,
             tiny_prompts,
