@@ -18,7 +18,8 @@ Typical use inside a plotting function::
 
 Size contract: :func:`save` writes exactly ``width × height`` inches at ``dpi`` — no tight
 bounding box — so a PNG written with the defaults is :data:`DEFAULT_SIZE` × :data:`DPI`
-= 960 × 630 pixels (tests rely on it).
+= 960 × 630 pixels (tests rely on it); only a legend that finds no free place inside the
+axes makes a one-axes figure taller by its own height (:func:`finish`).
 """
 
 from __future__ import annotations
@@ -155,10 +156,71 @@ def bar(i: int) -> dict[str, Any]:
     return {"color": COLOURS[j], "hatch": HATCHES[j], "edgecolor": "black", "linewidth": 0.6}
 
 
+#: Where :func:`finish` tries a legend inside the axes, after the plot's own choice.
+LEGEND_PLACES = (
+    "upper left",
+    "upper right",
+    "lower right",
+    "lower left",
+    "center left",
+    "center right",
+    "upper center",
+    "lower center",
+)
+
+
 def finish(ax: Any, *, legend: bool = True, loc: str = "best") -> None:
-    """Final touches on one axes: a framed legend of the labelled artists, if any."""
-    if legend and ax.get_legend_handles_labels()[0]:
-        ax.legend(loc=loc, frameon=True, framealpha=0.9, fontsize="small")
+    """Final touches on one axes: a framed legend of the labelled artists, if any, placed
+    where it covers nothing plotted (:func:`covers_data`) — ``loc`` first, then each of
+    :data:`LEGEND_PLACES` inside the axes, else outside: below the axes in two columns
+    where they fit (one axes; the figure grows by the legend's height), on the right of its
+    axes (several; the constrained layout makes room)."""
+    if not (legend and ax.get_legend_handles_labels()[0]):
+        return
+    renderer = ax.figure.canvas.get_renderer()
+    ax.figure.draw_without_rendering()
+    for place in (loc, *(p for p in LEGEND_PLACES if p != loc)):
+        box = ax.legend(loc=place, frameon=True, framealpha=0.9, fontsize="small")
+        if not covers_data(ax, box.get_window_extent(renderer)):
+            return
+    ax.get_legend().remove()
+    handles, labels = ax.get_legend_handles_labels()
+    if len(ax.figure.axes) == 1:
+        fig = ax.figure
+        for ncols in (2, 1):  # two columns where they fit the figure's width
+            box = fig.legend(
+                handles, labels, loc="outside lower center", ncols=ncols, fontsize="small"
+            )
+            extent = box.get_window_extent(renderer)
+            if extent.width <= fig.bbox.width or ncols == 1:
+                break
+            box.remove()
+        width, height = fig.get_size_inches()
+        fig.set_size_inches(width, height + extent.height / fig.dpi)  # the axes keep their room
+    else:
+        ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0, fontsize="small")
+
+
+def covers_data(ax: Any, box: Any, samples: int = 24) -> bool:
+    """Whether the display-space ``box`` hides anything plotted on ``ax``: a marker or a
+    point of a line (lines sampled ``samples`` times per segment, so a box cannot sit
+    between two vertices), an error bar, band or bar (their filled outline), an image."""
+    import numpy as np
+
+    for line in ax.get_lines():
+        xy = line.get_transform().transform(np.asarray(line.get_xydata(), dtype=float))
+        xy = xy[np.isfinite(xy).all(axis=1)]
+        if line.get_linestyle() not in ("None", "none", "", " ") and len(xy) > 1:
+            t = np.linspace(0.0, 1.0, samples, endpoint=False)[:, None, None]
+            xy = np.concatenate([(xy[:-1] + t * (xy[1:] - xy[:-1])).reshape(-1, 2), xy[-1:]])
+        if box.count_contains(xy):
+            return True
+    shapes = [(p, c.get_transform()) for c in ax.collections for p in c.get_paths()]
+    shapes += [(p.get_path(), p.get_transform()) for p in ax.patches]
+    if any(path.transformed(tr).intersects_bbox(box, filled=True) for path, tr in shapes):
+        return True
+    renderer = ax.figure.canvas.get_renderer()
+    return any(im.get_window_extent(renderer).overlaps(box) for im in ax.images)
 
 
 def save(fig: Any, path: str | os.PathLike[str]) -> Path:

@@ -59,10 +59,12 @@ def test_style_saves_each_format_at_the_documented_size(tmp_path, suffix):
     fig, ax = style.figure("title", "x (tokens)", "y (× AR)")
     for i in range(len(style.COLOURS) + 1):  # wraps around the cycle
         ax.plot([0, 1, 2], [i, i + 1, i], label=str(i), **style.line(i))
-    style.finish(ax)
+    style.finish(ax, legend=False)  # a legend with no free place would grow the figure
     out = style.save(fig, tmp_path / f"f{suffix}")
     assert out.exists()
     assert_image(out, (960, 630))
+    if suffix.lower() == ".png":
+        assert png_size(out) == (960, 630)
 
 
 def test_style_series_differ_without_colour():
@@ -167,7 +169,8 @@ def test_ewif_vs_k_curves_are_the_theorems(a1, a2, a12, c1, c2):
     for n in range(1, ks.size):
         options = [vertical_ewif(a1, a12, kk, n, c1, c2) for kk in range(1, 6)]
         assert vertical.ewif[n] == pytest.approx(max(options), rel=1e-12)
-        assert vertical_ewif(a1, a12, int(vertical.inner[n]), n, c1, c2) == vertical.ewif[n]
+        assert vertical_ewif(a1, a12, int(vertical.inner[n]), n, c1, c2) == pytest.approx(
+            vertical.ewif[n], rel=1e-12)  # ties between inner k' may differ in the last ulp
     # horizontal: k1 = k is SD with d1, k1 = 0 is SD with d2, so it dominates both
     assert np.all(horizontal.ewif >= np.maximum(sd1.ewif, sd2.ewif) - 1e-12)
     assert np.all((horizontal.inner >= 0) & (horizontal.inner <= ks))
@@ -195,7 +198,6 @@ def test_draw_ewif_vs_k_writes_the_four_curves(tmp_path):
     out = tmp_path / "evk.png"
     curves = compute_ewif_vs_k(0.8, 0.05, alpha2=0.5, c2=0.002, alpha12=0.7)
     assert draw_ewif_vs_k(curves, out) == out
-    assert png_size(out) == (960, 630)
     assert_image(out)
     assert [c.label.split(",")[0].split(":")[0] for c in curves] == [
         "SD", "SD", "vertical", "horizontal"]
@@ -342,3 +344,59 @@ def test_landscape_axes_name_the_models():
     models = ("flan-t5-xxl", "flan-t5-base", "flan-t5-small", "mag")
     assert budget_label(models, 1, 2) == "k_12: tokens of flan-t5-small per review by flan-t5-xxl"
     assert budget_label(models, 2, 3) == "k_23: tokens of mag per review by flan-t5-base"
+
+
+def _pixels_under_legend(fig) -> np.ndarray:
+    """The figure rendered without its legends and grid, cropped to each legend's box
+    (1 px inside its frame): what the legend would hide."""
+    boxes = []
+    for legend in [ax.get_legend() for ax in fig.axes] + list(fig.legends):
+        if legend is not None:
+            boxes.append(legend.get_window_extent(fig.canvas.get_renderer()))
+            legend.set_visible(False)
+    for ax in fig.axes:
+        ax.grid(False)
+    fig.canvas.draw()
+    image = np.asarray(fig.canvas.buffer_rgba())[..., :3]
+    height = image.shape[0]
+    crops = [
+        image[height - int(b.y1) + 2 : height - int(b.y0) - 2, int(b.x0) + 2 : int(b.x1) - 2]
+        for b in boxes
+    ]
+    return np.concatenate([c.reshape(-1, 3) for c in crops]) if crops else np.zeros((0, 3))
+
+
+@pytest.mark.parametrize(
+    ("kind", "args"),
+    [
+        ("decay", ["--trials", "4000", "--max-position", "8"]),
+        ("ewif-vs-k", ["--preset", "t5-cnndm-ms"]),
+        ("ewif-vs-k", ["--alpha", "0.8", "--cost", "0.05", "--alpha2", "0.5", "--cost2", "0.002",
+                       "--alpha12", "0.7"]),
+        ("calibration", None),
+        ("simulate", None),
+    ],
+)
+def test_legends_never_cover_data(capsys, tmp_path, monkeypatch, results_file, kind, args):
+    """Checked on pixels, independently of how the legend was placed: with the legend and
+    grid hidden, the region under each legend is blank paper."""
+    from ewif.plotting import style
+
+    figures, save = [], style.save
+    monkeypatch.setattr(style, "save", lambda fig, path: (figures.append(fig), save(fig, path))[1])
+    out = tmp_path / f"{kind}.png"
+    if kind == "simulate":  # csd simulate --plot draws the simulation figure
+        argv = ["simulate", "--preset", "t5-cnndm-ms", "--trials", "3000", "--plot", str(out)]
+    else:
+        argv = ["plot", kind, *(args or [str(results_file)]), "-o", str(out)]
+    rc, _, err = csd(capsys, *argv)
+    assert rc == 0, err
+    (fig,) = figures
+    assert fig.legends or any(ax.get_legend() is not None for ax in fig.axes)
+    renderer, page = fig.canvas.get_renderer(), fig.bbox
+    for legend in [ax.get_legend() for ax in fig.axes] + list(fig.legends):
+        if legend is not None:  # and no legend is cut off by the figure's edge
+            box = legend.get_window_extent(renderer)
+            assert page.x0 <= box.x0 and box.x1 <= page.x1 and page.y0 <= box.y0
+    hidden = _pixels_under_legend(fig)
+    assert hidden.size and (hidden == 255).all(), f"{(hidden != 255).any(axis=1).sum()} px"
