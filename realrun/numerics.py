@@ -33,6 +33,8 @@ winner with far less work, in four stages (:func:`measure_numerics`):
    target pass, which costs no less than ``min(t_0(1), t_0(2))`` (the curve does not dip
    below its first two points; it rises with ``m`` beyond them). A candidate with
    ``U`` below the best confirmed score cannot win and stops here.
+   Thread counts go from the most to one, so that the first candidate, measured in full,
+   is usually the one to beat.
 3. **A short curve.** Survivors get cost curves of every model from ``screen_repeats``
    rounds (after the warm-up). A candidate whose score from them falls more than
    ``margin`` below the best confirmed score stops here.
@@ -198,7 +200,7 @@ def measure_numerics(
     on_cpu = backend == "llama.cpp" or select_device(device).type == "cpu"
     if threads == "auto":
         cores = os.cpu_count() or 1
-        counts = tuple(range(1, cores + 1)) if on_cpu else (torch.get_num_threads(),)
+        counts = tuple(range(cores, 0, -1)) if on_cpu else (torch.get_num_threads(),)
     else:
         counts = (validate.count("threads", threads, minimum=1),)
     dtypes = CPU_DTYPES if (dtype == "auto" and on_cpu and backend == "transformers") else (dtype,)
