@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # Build llama.cpp's own programs (llama-completion: plain decoding; llama-speculative-simple:
-# draft-model and n-gram speculation; llama-lookup: n-gram cache lookup decoding) from the
+# draft-model and n-gram speculation; llama-lookup: n-gram cache lookup decoding;
+# llama-server: the HTTP server with parallel slots, built without its web UI) from the
 # source vendored in the llama-cpp-python sdist, with -DGGML_NATIVE=ON, once, into
 # ${CSD_CACHE:-$HOME/.cache/csd}/llamacpp-bin/<version>/; reuse them when present.
-# Prints the directory holding the binaries. Used by benchmarks/peer_llamacpp.py.
+# Prints the directory holding the binaries. Used by benchmarks/peer_llamacpp.py and
+# benchmarks/serving_llamacpp.py.
 set -euo pipefail
 VERSION="${LLAMACPP_VERSION:-0.3.36}"
 CACHE="${CSD_CACHE:-$HOME/.cache/csd}"
 OUT="$CACHE/llamacpp-bin/$VERSION"
-TARGETS=(llama-completion llama-speculative-simple llama-lookup)
+TARGETS=(llama-completion llama-speculative-simple llama-lookup llama-server)
 have_all() { for t in "${TARGETS[@]}"; do [[ -x "$OUT/bin/$t" ]] || return 1; done; }
 if have_all; then echo "$OUT/bin"; exit 0; fi
 SDIST="$("$(dirname "$0")/fetch_llamacpp_sdist.sh")"
@@ -25,7 +27,8 @@ sed -i '0,/log->set_colors(tty_can_use_colors());/s||&\n        std::atexit([] {
 start=$(date +%s)
 cmake -S "$SRC" -B "$WORK/build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DGGML_NATIVE=ON -DBUILD_SHARED_LIBS=OFF -DLLAMA_BUILD_EXAMPLES=ON \
-  -DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF \
+  -DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=ON \
+  -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF \
   -DLLAMA_BUILD_APP=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_CURL=OFF >&2
 cmake --build "$WORK/build" -j "${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}" --target "${TARGETS[@]}" >&2
 mkdir -p "$OUT/bin"

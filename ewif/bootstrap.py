@@ -10,9 +10,11 @@ A model set measured on ``P`` prompts can carry what a bootstrap needs (``bootst
 
 A replicate resamples **whole prompts** with replacement (acceptances within a prompt are
 correlated; prompts are the independent unit), the same draw for every pair, and recomputes
-every α; it draws each model's curve as ``c_i + se_i·z_i`` with one standard normal ``z_i``
-per model (the timing of a model drifts as a whole), renormalised so the target's one-token
-pass stays 1. The exact EWIF of one configuration on ``B`` replicates gives the percentile
+every α; it draws each model's curve as ``c_i·exp(z_i·se_i/c_i)`` (a point ``c_i = 0``
+stays 0) with one standard normal ``z_i`` per model (the timing of a model drifts as a
+whole; multiplicative, so a noisy point never turns negative), renormalised so the
+target's one-token pass — the unit — stays 1 (its own standard error thereby moves every
+ratio). The exact EWIF of one configuration on ``B`` replicates gives the percentile
 interval ``[q_{(1−level)/2}, q_{(1+level)/2}]`` (:func:`prediction_interval`). Seeded: the
 same call gives the same interval.
 
@@ -22,6 +24,20 @@ quantiles): at ``P = 8`` a nominal 90 % interval covers about 78 %. Each replica
 therefore moved away from the measured α by the factor ``√(P/(P−1))·t_{P−1}/z`` at the
 interval's level — Hesterberg's *expanded percentile* interval ("What teachers should know
 about the bootstrap", 2015) — and clipped to ``[0, 1]``. The factor tends to 1 as ``P`` grows.
+
+Confidence or prediction. Without ``held_out_prompts`` the interval is one for the *expected*
+speed-up (what ``csd recommend`` shows: is speculation worth it on this kind of prompt?). A
+measurement on ``H`` other prompts scatters around that expectation by its own sampling
+error, so with ``held_out_prompts = H`` each replicate also draws a pseudo held-out set of
+``H`` prompts from the resampled measuring prompts and shifts α by its deviation too,
+
+    α* = α̂ + w·(α(J) − α̂),   I: P prompts drawn from the P,  J: H prompts drawn from I,
+
+a two-stage resample whose deviation is ``(α(I) − α̂) + (α(J) − α(I))``, two independent
+parts, so that ``Var α* ≈ w²·σ²·(1/P + 1/H)`` with ``σ²`` the between-prompt variance — the
+classical prediction interval ``x̄ ± t·s·√(1/P + 1/H)`` of a future mean, here through the
+exact EWIF: the *prediction interval* of the speed-up a run on ``H`` held-out prompts will
+measure (what ``csd realrun`` reports and checks).
 """
 
 from __future__ import annotations
@@ -168,10 +184,15 @@ def expansion(prompts: int, level: float = LEVEL) -> float:
 
 
 def replicate_sets(
-    model_set: ModelSet, replicates: int = REPLICATES, seed: int = 0, level: float = LEVEL
+    model_set: ModelSet,
+    replicates: int = REPLICATES,
+    seed: int = 0,
+    level: float = LEVEL,
+    held_out_prompts: int | None = None,
 ) -> list[ModelSet]:
-    """``replicates`` bootstrap copies of ``model_set`` (module docstring); ValueError when it
-    carries no bootstrap data."""
+    """``replicates`` bootstrap copies of ``model_set`` (module docstring; with
+    ``held_out_prompts`` the replicates of a prediction for a run on that many other
+    prompts); ValueError when it carries no bootstrap data."""
     data = model_set.bootstrap
     if data is None:
         raise ValueError(
@@ -180,10 +201,17 @@ def replicate_sets(
         )
     b = validate.count("replicates", replicates, minimum=2)
     rng = np.random.default_rng(validate.count("seed", seed))
+    held = (
+        None
+        if held_out_prompts is None
+        else validate.count("held_out_prompts", held_out_prompts, minimum=1)
+    )
     widen = expansion(data.prompts, level)
     out = []
     for _ in range(b):
         idx = rng.integers(0, data.prompts, data.prompts)
+        if held is not None:  # J: the pseudo held-out prompts, drawn from I
+            idx = idx[rng.integers(0, data.prompts, held)]
         alpha = {lenience: m.copy() for lenience, m in model_set.alpha.items()}
         for (lenience, r, j), table in data.acceptance_by_prompt.items():
             total = table[idx].sum(axis=0)
@@ -196,7 +224,7 @@ def replicate_sets(
         if data.cost_curve_stderr is not None:
             z = rng.standard_normal(len(model_set.models))
             curves = [
-                np.maximum(c + s * zi, 0.0)
+                _drawn(c, s, zi)
                 for c, s, zi in zip(model_set.cost_curve, data.cost_curve_stderr, z, strict=True)
             ]
             unit = curves[0][0]
@@ -204,6 +232,13 @@ def replicate_sets(
             changes.update(cost_curve=curves, cost=np.array([c[0] for c in curves]))
         out.append(dataclasses.replace(model_set, **changes))
     return out
+
+
+def _drawn(curve: np.ndarray, stderr: np.ndarray, z: float) -> np.ndarray:
+    """``c·exp(z·se/c)`` point by point, 0 where ``c = 0`` (module docstring)."""
+    c = np.asarray(curve, dtype=float)
+    ratio = np.divide(stderr, c, out=np.zeros_like(c), where=c > 0)
+    return c * np.exp(z * ratio)
 
 
 @dataclass(frozen=True)
@@ -232,10 +267,17 @@ def prediction_interval(
     level: float = LEVEL,
     replicates: int = REPLICATES,
     seed: int = 0,
+    held_out_prompts: int | None = None,
 ) -> PredictionInterval:
-    """The exact EWIF of one configuration and its bootstrap percentile interval."""
+    """The exact EWIF of one configuration and its bootstrap percentile interval (for the
+    expected speed-up; with ``held_out_prompts``, for a run on that many other prompts)."""
     (interval,) = prediction_intervals(
-        model_set, [(models, K, lenience, catch_up)], level=level, replicates=replicates, seed=seed
+        model_set,
+        [(models, K, lenience, catch_up)],
+        level=level,
+        replicates=replicates,
+        seed=seed,
+        held_out_prompts=held_out_prompts,
     )
     return interval
 
@@ -247,13 +289,14 @@ def prediction_intervals(
     level: float = LEVEL,
     replicates: int = REPLICATES,
     seed: int = 0,
+    held_out_prompts: int | None = None,
 ) -> list[PredictionInterval]:
     """:func:`prediction_interval` of every ``(models, K, lenience, catch_up)`` in
     ``configs``, on one set of replicates (drawn once, so the intervals share their draws)."""
     from ewif.cascade import Cascade
 
     expansion(2, level)  # checks the level before any work
-    reps = replicate_sets(model_set, replicates, seed, level)
+    reps = replicate_sets(model_set, replicates, seed, level, held_out_prompts)
     out = []
     for models, K, lenience, catch_up in configs:
         point = Cascade.from_model_set(model_set, models, K, lenience, catch_up=catch_up).ewif()

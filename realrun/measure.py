@@ -31,15 +31,18 @@ same formula is the i.i.d.-in-context approximation). Stored for lenience 1.
 
 Costs (:mod:`realrun.timing`)
 -----------------------------
-Each neural model is timed on one context of realistic length (the measuring prompt and
-continuation of median total length): decoding-like passes that roll back a rejected tail
-and feed ``m`` fresh positions onto the cached context, mean of repeats (with its standard
-error) after a warm-up, for ``m = 1..max_m`` (a grid, linearly interpolated). The model
-set stores each model's **cost curve** ``cost_curve[i][m-1] = t_i(m) / t_0(1)`` — in units
-of the target's one-token pass, so ``cost_curve[0][0] = 1`` — and ewif prices every pass at
-the size it really has (beyond ``max_m`` ewif extends a curve linearly through its last two
-points, never downwards). Max-Gram's curve is one point, its seconds per proposed token
-over ``t_0(1)``: a leaf block of ``k`` tokens is ``k`` generating passes.
+The neural models' passes, the decoder's verify work after the target's passes and a
+stretch of the run's own autoregressive decoding (:mod:`realrun.ar`) are timed
+**interleaved**, in rounds that cycle through the measuring prompts' contexts
+(:func:`realrun.timing.time_family`): each pass rolls back a rejected tail and feeds ``m``
+fresh positions onto the cached context, ``m`` on a grid up to ``max_m`` (linearly
+interpolated), the mean of the rounds with its standard error. The model set stores each
+model's **cost curve** ``cost_curve[i][m-1] = (t_i(m) + v_i(m)) / t_AR`` — a pass plus the
+decoder's work after it, in units of one autoregressive token as the run decodes it, so
+``cost_curve[0][0] = 1`` by definition — and ewif prices every pass at the size it really
+has (beyond ``max_m`` ewif extends a curve linearly through its last two points, never
+downwards). Max-Gram's curve is one point, its seconds per proposed token over ``t_AR``: a
+leaf block of ``k`` tokens is ``k`` generating passes.
 """
 
 from __future__ import annotations
@@ -54,7 +57,8 @@ from tqdm.auto import tqdm
 from ewif import validate
 from ewif.bootstrap import BootstrapData
 from ewif.io import ModelSet
-from realrun.timing import PassTiming, time_passes, time_proposer
+from realrun.ar import ar_timer
+from realrun.timing import ARTimer, FamilyTiming, PassTiming, time_family, time_proposer
 from simulate.decoder.cascade import CascadeDecoder
 from simulate.decoder.interface import Proposer, TokenModel
 from simulate.decoder.sampling import Decoding
@@ -164,53 +168,75 @@ class Acceptance:
 
 @dataclass(frozen=True)
 class Costs:
-    """Step 2 of :func:`measure`: the timings of every model and their relative curves."""
+    """Step 2 of :func:`measure`: the interleaved timings of the family
+    (:func:`realrun.timing.time_family`: neural passes, the decoder's verify work, the
+    autoregressive reference), every proposer's seconds per proposed token, and the
+    relative curves built from them (:func:`relative_curves`)."""
 
-    timings: dict[str, PassTiming | float]  # neural: PassTiming; Max-Gram: s per token
-    curves: tuple[np.ndarray, ...]  # cost_curve[i][m-1] in target one-token passes
-    context_tokens: int
+    names: tuple[str, ...]  # every model, target first
+    family: FamilyTiming
+    proposers: dict[str, float]  # Max-Gram, bigram: seconds per proposed token
+    context_tokens: int  # mean length of the timed contexts
     repeats: int
     warmup: int
     extra: dict = field(default_factory=dict)
 
     @property
-    def target_pass_seconds(self) -> float:
-        """``t_0(1)``: the target's one-token pass, the unit of the curves."""
-        first = next(iter(self.timings.values()))
-        return first.seconds[0]
+    def timings(self) -> dict[str, PassTiming | float]:
+        """Every model's timing in chain order: a PassTiming, or a proposer's s/token."""
+        return {n: self.family.passes.get(n, self.proposers.get(n)) for n in self.names}
+
+    @property
+    def unit_seconds(self) -> float:
+        """Seconds of one autoregressive token as the run decodes it: the unit of the
+        curves (``cost_curve[0][0] = 1``)."""
+        return self.family.ar_seconds_per_token
+
+    @property
+    def curves(self) -> tuple[np.ndarray, ...]:
+        return relative_curves(self)
 
     def merged(self, more: Costs) -> Costs:
-        """These costs with ``more`` rounds of the same passes added (same models, grid and
-        context): neural timings pool their repeats, a proposer's per-token times average."""
-        if list(self.timings) != list(more.timings) or self.context_tokens != more.context_tokens:
+        """These costs with ``more`` rounds of the same passes added (same models and
+        grid): the timed rounds pool, a proposer's per-token times average."""
+        if self.names != more.names:
             raise ValueError(
-                f"can merge only costs of the same models on the same context, got "
-                f"{list(self.timings)} ({self.context_tokens} tokens) and "
-                f"{list(more.timings)} ({more.context_tokens} tokens)"
+                f"can merge only costs of the same models, got {list(self.names)} and "
+                f"{list(more.names)}"
             )
-        timings: dict[str, PassTiming | float] = {
-            name: t.merged(more.timings[name])
-            if isinstance(t, PassTiming)
-            else (t + more.timings[name]) / 2
-            for name, t in self.timings.items()
-        }
         return replace(
             self,
-            timings=timings,
-            curves=relative_curves(timings),
+            family=self.family.merged(more.family),
+            proposers={n: (t + more.proposers[n]) / 2 for n, t in self.proposers.items()},
             repeats=self.repeats + more.repeats,
         )
 
     def curve_stderr(self) -> tuple[np.ndarray, ...]:
-        """Standard error of every point of :attr:`curves` (same units; 0 for a proposer,
-        whose per-token time is not repeated), interpolated like the curves."""
-        unit = self.target_pass_seconds
+        """Standard error of every point of :attr:`curves` (same units): a pass's and the
+        decoder's work combined; the target's first point carries the unit's own error, so
+        a bootstrap that renormalises by it draws the unit too; 0 for a proposer."""
+        unit = self.unit_seconds
+        decoder = self.family.decoder
         out = []
-        for t, curve in zip(self.timings.values(), self.curves, strict=True):
-            timed = isinstance(t, PassTiming) and t.stderr
-            se = np.interp(np.arange(1, t.m[-1] + 1), t.m, t.stderr) / unit if timed else None
-            out.append(np.zeros(curve.size) if se is None else se)
+        for i, (name, curve) in enumerate(zip(self.names, self.curves, strict=True)):
+            t = self.family.passes.get(name)
+            if t is None:
+                out.append(np.zeros(curve.size))
+                continue
+            se = _dense(t, t.stderr)
+            if decoder is not None:
+                extra = _dense(decoder, decoder.stderr)
+                se = np.hypot(se, extra[: se.size] if i == 0 else extra[0])
+            se = se / unit
+            if i == 0:
+                se[0] = self.family.ar_stderr / unit
+            out.append(se)
         return tuple(out)
+
+
+def _dense(t: PassTiming, values: Sequence[float]) -> np.ndarray:
+    """``values`` (one per timed m of ``t``) interpolated to ``m = 1..max(m)``."""
+    return np.interp(np.arange(1, t.m[-1] + 1), t.m, values)
 
 
 def measure_acceptance(
@@ -248,35 +274,82 @@ def measure_acceptance(
 
 def measure_costs(
     models: Sequence[TokenModel | Proposer],
-    context: tuple[Sequence[int], Sequence[int]],
+    contexts: Sequence[tuple[Sequence[int], Sequence[int]]],
     *,
     max_m: int,
-    repeats: int = 5,
+    ar: ARTimer,
+    decoding: Decoding,
+    repeats: int = 8,
     warmup: int = 1,
     seed: int = 0,
     progress: bool = True,
 ) -> Costs:
-    """Pass-cost curves of every model on one ``(prompt, continuation)`` context (module
-    docstring); Max-Gram is timed proposing ``max_m`` tokens."""
-    prompt, continuation = ([int(t) for t in x] for x in context)
-    full = prompt + continuation
-    timings: dict[str, PassTiming | float] = {}
-    for m in tqdm(models, desc="measure cost", unit="model", disable=not progress):
-        if isinstance(m, TokenModel):
-            timings[m.name] = time_passes(m, full, max_m, repeats, warmup, seed)
-        else:
-            timings[m.name] = time_proposer(m, full, len(prompt), max_m)
-    return Costs(timings, relative_curves(timings), len(full), repeats, warmup)
-
-
-def relative_curves(timings: dict[str, PassTiming | float]) -> tuple[np.ndarray, ...]:
-    """Every model's dense cost curve in units of the target's (first) one-token pass."""
-    unit = next(iter(timings.values())).seconds[0]
-    if unit <= 0:
-        raise ValueError(f"the target's one-token pass must take > 0 s, got {unit!r} s")
-    return tuple(
-        (t.dense() if isinstance(t, PassTiming) else np.array([t])) / unit for t in timings.values()
+    """Pass-cost curves of every model over the ``(prompt, continuation)`` contexts of the
+    measuring prompts (module docstring): the neural models, the decoder's verify work and
+    the autoregressive reference ``ar`` interleaved in ``repeats`` rounds
+    (:func:`realrun.timing.time_family`); every proposer timed proposing ``max_m`` tokens
+    along each context."""
+    pairs = [([int(t) for t in p], [int(t) for t in c]) for p, c in contexts]
+    if not pairs:
+        raise ValueError("contexts must hold at least one (prompt, continuation) pair")
+    full = [p + c for p, c in pairs]
+    neural = [m for m in models if isinstance(m, TokenModel)]
+    with tqdm(total=repeats, desc="measure cost", unit="round", disable=not progress) as bar:
+        family = time_family(
+            neural,
+            full,
+            max_m,
+            ar=ar,
+            decoding=decoding,
+            rounds=repeats,
+            warmup=warmup,
+            seed=seed,
+            progress=bar.update,
+        )
+    starts = [len(p) for p, _ in pairs]
+    proposers = {
+        m.name: float(
+            np.mean([time_proposer(m, f, s, max_m) for f, s in zip(full, starts, strict=True)])
+        )
+        for m in models
+        if not isinstance(m, TokenModel)
+    }
+    used = [full[r % len(full)] for r in range(warmup, warmup + repeats)]
+    return Costs(
+        tuple(m.name for m in models),
+        family,
+        proposers,
+        round(float(np.mean([len(f) for f in used]))),
+        repeats,
+        warmup,
     )
+
+
+def relative_curves(costs: Costs) -> tuple[np.ndarray, ...]:
+    """Every model's dense cost curve in units of one autoregressive token
+    (:attr:`Costs.unit_seconds`): ``c_i(m) = (t_i(m) + v_i(m)) / t_AR`` with ``v_0(m)`` the
+    decoder's verify work after a target pass of ``m`` rows and ``v_j = v(1)`` for a drafter
+    (it decodes one row after each pass); ``c_0(1) = 1`` by definition (an AR token);
+    a proposer's curve is its seconds per proposed token over ``t_AR``."""
+    unit = costs.unit_seconds
+    if not unit > 0:
+        raise ValueError(f"an autoregressive token must take > 0 s, got {unit!r} s")
+    decoder = costs.family.decoder
+    out = []
+    for i, name in enumerate(costs.names):
+        t = costs.family.passes.get(name)
+        if t is None:
+            out.append(np.array([costs.proposers[name] / unit]))
+            continue
+        curve = t.dense()
+        if decoder is not None:
+            work = decoder.dense()
+            curve = curve + (work[: curve.size] if i == 0 else work[0])
+        curve = curve / unit
+        if i == 0:
+            curve[0] = 1.0
+        out.append(curve)
+    return tuple(out)
 
 
 def assemble_model_set(
@@ -303,14 +376,21 @@ def assemble_model_set(
         "prompts": len(acceptance.contexts),
         "positions": sum(len(c) for _, c in acceptance.contexts),
         "max_new_tokens": acceptance.max_new_tokens,
-        "cost_model": "cost_curve[i][m-1] = seconds of a pass of model i over m positions / "
-        "seconds of the target's one-token pass (mean of repeats, m on a grid, linear in "
-        "between); Max-Gram: seconds per proposed token",
-        "target_one_token_pass_s": costs.target_pass_seconds,
+        "cost_model": "cost_curve[i][m-1] = (mean seconds of a pass of model i over m "
+        "positions + the decoder's work after it) / seconds of one autoregressive token as "
+        "the run decodes it (cost_curve[0][0] = 1); passes, verify work and AR timed "
+        "interleaved in rounds over the measuring contexts, m on a grid, linear in between; "
+        "proposers: seconds per proposed token",
+        "ar_seconds_per_token": costs.unit_seconds,
+        "ar_seconds_per_token_stderr": costs.family.ar_stderr,
+        "target_one_token_pass_s": costs.family.passes[names[0]].seconds[0],
         "timing": {
             name: (t.to_dict() if isinstance(t, PassTiming) else {"seconds_per_token": t})
             for name, t in costs.timings.items()
         },
+        "decoder_verify_timing": None
+        if costs.family.decoder is None
+        else costs.family.decoder.to_dict(),
         "timing_context_tokens": costs.context_tokens,
         "repeats": costs.repeats,
         "warmup": costs.warmup,
@@ -336,7 +416,7 @@ def catch_up_flags(costs: Costs) -> tuple[bool, ...]:
     """Every KV-cached drafter (a timed token model) pays its catch-up pass
     (:mod:`ewif.catch_up`), as the decoder feeds it; proposers (Max-Gram, bigram) do not, and
     the target's flag changes nothing (False)."""
-    flags = [isinstance(t, PassTiming) for t in costs.timings.values()]
+    flags = [name in costs.family.passes for name in costs.names]
     return (False, *flags[1:])
 
 
@@ -370,18 +450,20 @@ def measure(
     max_new_tokens: int = 64,
     leniences: Sequence[float] = (1.0, 2.0, 3.0, 5.0),
     max_m: int = 24,
-    repeats: int = 5,
+    repeats: int = 8,
     warmup: int = 1,
     decoding: Decoding | None = None,
     eos_token_id: int | None = None,
     max_position: int = 16,
     seed: int = 0,
     progress: bool = True,
+    ar: ARTimer | None = None,
 ) -> ModelSet:
     """Measure α (all pairs, all ``leniences``), acceptance by position and pass-cost curves
     (``m = 1..max_m``) of ``models = [target, d1, ..., dn]`` (TokenModels, Proposers only
     after them) over ``prompts`` (token-id lists): :func:`measure_acceptance`, then
-    :func:`measure_costs` on the median-length prompt and its continuation, then
+    :func:`measure_costs` over the prompts and their continuations (the autoregressive
+    reference ``ar`` defaults to the run's, :func:`realrun.ar.ar_timer`), then
     :func:`assemble_model_set`."""
     names = check_models(models)
     if not prompts:
@@ -408,8 +490,10 @@ def measure(
     )
     costs = measure_costs(
         models,
-        acceptance.typical_context(),
+        acceptance.contexts,
         max_m=max_m,
+        ar=ar_timer(models[0], decoding, eos_token_id, seed) if ar is None else ar,
+        decoding=decoding,
         repeats=repeats,
         warmup=warmup,
         seed=seed,

@@ -5,15 +5,15 @@ a one-token pass; an AVX2-only CPU emulates bfloat16 slowly), so nothing is assu
 candidate ``(dtype, threads)`` — dtypes float32, bfloat16, float16 (:data:`CPU_DTYPES`),
 threads ``1..cores`` — competes on its **score**, the predicted throughput
 
-    score = max(EWIF*, 1) / t_0(1)   tokens/s,
+    score = max(EWIF*, 1) / t_AR   tokens/s,
 
 the recommended configuration's exact EWIF (autoregressive decoding when nothing beats it)
-over the target's one-token pass time. The winner is the highest-scoring *eligible*
-candidate: the target's argmax of a pass over ``m`` positions agrees with ``m`` single
-passes on at least ``min_agreement`` of the checked positions (:mod:`realrun.invariance`;
-greedy speculative decoding is lossless only then). On a GPU ``"auto"`` is bfloat16 (float16
-where unsupported) and is not measured; the llama.cpp backend has one dtype, the file's own,
-so only the thread count is searched.
+over the seconds of one autoregressive token as the run decodes it (:mod:`realrun.ar`). The
+winner is the highest-scoring *eligible* candidate: the target's argmax of a pass over
+``m`` positions agrees with ``m`` single passes on at least ``min_agreement`` of the checked
+positions (:mod:`realrun.invariance`; greedy speculative decoding is lossless only then).
+On a GPU ``"auto"`` is bfloat16 (float16 where unsupported) and is not measured; the
+llama.cpp backend has one dtype, the file's own, so only the thread count is searched.
 
 Measuring every candidate in full (α, a cost curve of 5 rounds, batch invariance) took
 12.5 min for a 0.5B model here, 16 min on an AVX2 machine. The search below reaches the same
@@ -58,6 +58,7 @@ from tqdm.auto import tqdm
 from ewif import validate
 from ewif.io import ModelSet
 from ewif.recommendation import Recommendation, recommend
+from realrun.ar import ar_timer
 from realrun.family import Family, load_family, set_threads
 from realrun.invariance import Invariance, batch_invariance
 from realrun.loading import select_device
@@ -83,11 +84,13 @@ STAGES = ("bound", "short curve", "confirmed")
 class NumericsTrial:
     """One numerics candidate and how far the search took it: ``stage`` is where it stopped
     (:data:`STAGES`); ``score`` is the bound ``U`` at stage ``"bound"``, else the predicted
-    tokens/s of ``recommendation``; ``invariance`` is None where it was not checked."""
+    tokens/s of ``recommendation``; ``ar_token_s`` the seconds of one autoregressive token
+    (at stage ``"bound"`` the target's one-token pass, a lower bound of it);
+    ``invariance`` is None where it was not checked."""
 
     dtype: str
     threads: int
-    target_pass_s: float
+    ar_token_s: float
     stage: str
     score: float
     recommendation: Recommendation | None = None
@@ -107,7 +110,7 @@ class NumericsTrial:
         out: dict = {
             "dtype": self.dtype,
             "threads": self.threads,
-            "target_one_token_pass_s": self.target_pass_s,
+            "ar_seconds_per_token": self.ar_token_s,
             "stage": self.stage,
             ("upper_bound_tokens_per_s" if self.stage == "bound" else "predicted_tokens_per_s"): (
                 self.score
@@ -160,8 +163,8 @@ def throughput_bound(a_max: float, one: float, two: float) -> float:
     return 1.0 / ((1.0 - a_max) * floor)
 
 
-def _score(rec: Recommendation, target_pass_s: float) -> float:
-    return max(rec.ewif, 1.0) / target_pass_s
+def _score(rec: Recommendation, ar_token_s: float) -> float:
+    return max(rec.ewif, 1.0) / ar_token_s
 
 
 def measure_numerics(
@@ -226,8 +229,10 @@ def measure_numerics(
     def costs_of(family: Family, rounds: int, rounds_warmup: int, seed: int) -> Costs:
         return measure_costs(
             family.chain,
-            acceptance.typical_context(),
+            acceptance.contexts,
             max_m=max_m,
+            ar=ar_timer(family.chain[0], decoding, family.tokenizer.eos_token_id, seed),
+            decoding=decoding,
             repeats=rounds,
             warmup=rounds_warmup,
             seed=seed,
@@ -264,15 +269,15 @@ def measure_numerics(
                     continue
             costs = costs_of(family, screen_repeats, warmup, seed=0)
             rec = recommend(assembled(family, costs, t), k_max=k_max)
-            score = _score(rec, costs.target_pass_seconds)
+            score = _score(rec, costs.unit_seconds)
             if score < (1.0 - margin) * best and not exhaustive:
-                unit = costs.target_pass_seconds
+                unit = costs.unit_seconds
                 trials.append(NumericsTrial(family.dtype, t, unit, "short curve", score, rec))
                 continue
             if repeats > screen_repeats:
                 costs = costs.merged(costs_of(family, repeats - screen_repeats, 0, seed=1))
             rec = recommend(assembled(family, costs, t), k_max=k_max)
-            unit = costs.target_pass_seconds
+            unit = costs.unit_seconds
             trial = NumericsTrial(
                 family.dtype, t, unit, "confirmed", _score(rec, unit), rec, None, min_agreement
             )
@@ -294,7 +299,7 @@ def measure_numerics(
     model_set = assembled(family, costs, trial.threads)
     if family.dtype != alpha_dtype:
         rec = recommend(model_set, k_max=k_max)
-        final = replace(trial, recommendation=rec, score=_score(rec, trial.target_pass_s))
+        final = replace(trial, recommendation=rec, score=_score(rec, trial.ar_token_s))
         trials = [final if t is trial else t for t in trials]
         trial = final
     searched = len(trials) > 1

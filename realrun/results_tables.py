@@ -13,6 +13,15 @@ def _f(value: float | None, spec: str = ".3f") -> str:
     return "-" if value is None else format(value, spec)
 
 
+def _timed_seconds(ms_meta: dict, model: str | None):
+    """``m -> seconds`` of ``model``'s pass as the measuring phase timed it (its mean,
+    interpolated on the timed grid); None when the file has no timing of it."""
+    grid = ((ms_meta.get("metadata") or {}).get("timing") or {}).get(model) if model else None
+    if not grid or "m" not in grid:
+        return None
+    return lambda m: float(np.interp(m, grid["m"], grid["seconds"]))
+
+
 def format_results(results: Results) -> str:
     """One row per method: tokens/s, speed-up vs AR, ewif prediction, |pred/meas − 1|, SWI,
     mean accepted length (bonus included); then acceptance by position of sd/csd methods."""
@@ -46,12 +55,20 @@ def format_results(results: Results) -> str:
                 rows.append(
                     f"{'':>{len('P(position i accepted), ') + len(m.name)}}  ewif     {pred}"
                 )
-    t0 = results.metadata.get("model_set", {}).get("metadata", {}).get("target_one_token_pass_s")
+    ms_meta = results.metadata.get("model_set", {})
+    set_meta = ms_meta.get("metadata") or {}
+    t_ar = set_meta.get("ar_seconds_per_token")
     ar = next((m for m in results.methods if m.kind == "autoregressive"), None)
-    if t0 and ar is not None:
+    if ar is not None and (t_ar or set_meta.get("target_one_token_pass_s")):
+        what = (
+            f"the measuring phase's AR ({1000 * t_ar:.1f} ms per token)"
+            if t_ar
+            else "the measured one-token pass of the target "
+            f"({1000 * set_meta['target_one_token_pass_s']:.1f} ms)"  # files before the AR unit
+        )
         rows.append(
-            f"AR measured {ar.tokens_per_s:.3f} tokens/s; the measured one-token pass "
-            f"of the target ({1000 * t0:.1f} ms) predicts {1 / t0:.3f} tokens/s"
+            f"AR measured {ar.tokens_per_s:.3f} tokens/s; {what} predicts "
+            f"{1 / (t_ar or set_meta['target_one_token_pass_s']):.3f} tokens/s"
         )
     for name, v in results.metadata.get("prediction_with_run_acceptance", {}).items():
         rows.append(
@@ -59,29 +76,28 @@ def format_results(results: Results) -> str:
             f"{v['ewif']:.3f} (|pred/meas-1| = {100 * v['error']:.1f}%: the cost model "
             "alone)"
         )
-    ms_meta = results.metadata.get("model_set", {})
-    target, unit = (
-        (ms_meta.get("models") or [None])[0],
-        (ms_meta.get("metadata") or {}).get("target_one_token_pass_s"),
-    )
-    curve = (ms_meta.get("cost_curve") or [None])[0]
+    target = (ms_meta.get("models") or [None])[0]
     for name, models in results.metadata.get("in_run_pass_seconds", {}).items():
         sizes = sorted(models.get(target, {}).items(), key=lambda kv: -kv[1]["passes"])[:3]
-        if not sizes or not unit or curve is None:
+        timed = _timed_seconds(ms_meta, target)
+        if not sizes or timed is None:
             continue
         stat = "mean_s" if all("mean_s" in v for _, v in sizes) else "median_s"  # old files
         parts = [
-            f"m={size} {1000 * v[stat]:.1f} ms (curve "
-            f"{1000 * unit * curve[min(int(size), len(curve)) - 1]:.1f})"
+            f"m={size} {1000 * v[stat]:.1f} ms (timed {1000 * timed(int(size)):.1f})"
             for size, v in sizes
         ]
         rows.append(f"{name}: target passes in the run, {stat[:-2]}: " + ", ".join(parts))
     for name, v in results.metadata.get("prediction_intervals", {}).items():
         where = "inside" if v["inside"] else "outside"
+        kind = (
+            f"prediction interval for {v['held_out_prompts']} held-out prompts"
+            if "held_out_prompts" in v
+            else "bootstrap over measuring prompts"  # files before prediction intervals
+        )
         rows.append(
             f"{name}: predicted {v['point']:.3f}× [{v['low']:.2f}, {v['high']:.2f}] "
-            f"({100 * v['level']:.0f}% bootstrap over measuring prompts; measured "
-            f"{where})"
+            f"({100 * v['level']:.0f}% {kind}; measured {where})"
         )
     coverage = results.metadata.get("interval_coverage")
     if coverage is not None:

@@ -36,12 +36,12 @@ finished (``metadata.interrupted``). ``metadata.counted_passes`` keeps, per sd/c
 model, the passes, the positions and the passes by size m counted, so a run can be re-priced
 with another cost model; ``metadata.in_run_pass_seconds`` the mean and median wall time of
 those passes by size m (the in-run cost curve, to set against the measured one);
-``metadata.prediction_intervals`` the 90 % bootstrap interval of every sd/csd prediction
-(resampling measuring prompts, :mod:`ewif.bootstrap`) with whether the measurement fell
-inside, ``metadata.interval_coverage`` the share that did; ``metadata.wall_time_split`` every
-method's wall time split into passes, call overhead,
-proposers, the decoder's own work and the residual (:mod:`realrun.books`; methods our decoder
-runs).
+``metadata.prediction_intervals`` the 90 % bootstrap prediction interval of every sd/csd
+speed-up on the run's held-out prompts (resampling measuring prompts, plus the sampling of
+as many held-out prompts, :mod:`ewif.bootstrap`) with whether the measurement fell inside,
+``metadata.interval_coverage`` the share that did; ``metadata.wall_time_split`` every
+method's wall time split into passes, call overhead, proposers, the decoder's own work and
+the residual (:mod:`realrun.books`; methods our decoder runs).
 """
 
 from __future__ import annotations
@@ -62,6 +62,7 @@ from ewif.recommendation import Recommendation, recommend
 from ewif.results import METHOD_KINDS, MethodResult, Results, with_speedups
 from ewif.search import optimize
 from realrun import books
+from realrun.ar import hf_reference
 from realrun.baselines import hf_generate
 from realrun.hf_model import HFTokenModel
 from realrun.llamacpp_model import LlamaCppTokenModel
@@ -353,9 +354,7 @@ def _run_one(
     """(tokens, seconds, counted standardized cost, {model: passes by size m}, stats or
     None, {model: {m: pass seconds}}) of one method on one prompt."""
     target = models[m.models[0]]
-    if m.kind.startswith("hf-") or (
-        m.kind == "autoregressive" and decoding.greedy and isinstance(target, HFTokenModel)
-    ):
+    if m.kind.startswith("hf-") or (m.kind == "autoregressive" and hf_reference(target, decoding)):
         assistant = models[m.models[1]].model if m.kind == "hf-assisted" else None
         g = hf_generate(
             target.model,
@@ -524,9 +523,10 @@ def _results(
 
 
 def method_intervals(results: Results, model_set: ModelSet) -> dict[str, dict]:
-    """Per sd/csd method: the 90 % bootstrap interval of its predicted speed-up
-    (:func:`ewif.bootstrap.prediction_intervals`, one set of replicates for all) and whether
-    the measured speed-up fell in it."""
+    """Per sd/csd method: the 90 % bootstrap prediction interval of the speed-up measured on
+    the run's ``results.prompts`` held-out prompts (:func:`ewif.bootstrap.prediction_intervals`
+    with ``held_out_prompts``, one set of replicates for all) and whether the measured
+    speed-up fell in it."""
     chosen = [m for m in results.methods if m.kind in ("sd", "csd") and m.speedup is not None]
     configs = [
         (m.config["models"], np.array(m.config["K"]), m.config["lenience"], None) for m in chosen
@@ -537,9 +537,14 @@ def method_intervals(results: Results, model_set: ModelSet) -> dict[str, dict]:
             "low": iv.low,
             "high": iv.high,
             "level": iv.level,
+            "held_out_prompts": results.prompts,
             "inside": iv.contains(m.speedup),
         }
-        for m, iv in zip(chosen, prediction_intervals(model_set, configs), strict=True)
+        for m, iv in zip(
+            chosen,
+            prediction_intervals(model_set, configs, held_out_prompts=results.prompts),
+            strict=True,
+        )
     }
 
 

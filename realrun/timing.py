@@ -6,36 +6,63 @@ hardware the cost of such a pass is a curve in ``m``, not a line: BLAS switches 
 with the number of rows (on an AVX-512 CPU in float32 a pass over m = 2 costs about two
 single passes, then the curve flattens; in bfloat16 it is nearly flat from the start).
 
-:func:`time_passes` measures that curve for a :class:`~simulate.decoder.interface.TokenModel`
-the way decoding runs it: every timed pass rolls back the previous pass's tail (a cache crop,
-as a step after a rejection does) and feeds ``m`` fresh positions after the same cached
-context; after a warm-up round, ``repeats`` rounds time every ``m`` of a grid in a shuffled
-order and the **mean** represents each ``m``, with its standard error (the median and the
-fastest repeat are kept beside it). Expected cost is a mean: a decoding run pays the mean of
-a heavy-tailed pass-time distribution, which its median under-prices (by 10 % and more on a
+:func:`time_family` measures those curves for every model of a cascade the way a decoding
+run pays them, in **rounds**:
+
+* every timed pass rolls back the previous pass's tail (a cache crop, as a step after a
+  rejection does) and feeds ``m`` fresh positions after a cached context;
+* the rounds cycle through the measuring prompts' contexts (prompt and continuation), so
+  the cache lengths are the run's, not one context's;
+* within a round every ``(model, m)`` pass and one stretch of autoregressive decoding are
+  timed in one shuffled order, so the models' passes **interleave** as a cascade
+  interleaves them and a drift of the machine's speed during the measurement hits every
+  model and every ``m`` alike (timed one model after the other, a drift of 10–20 % between
+  them went straight into their cost ratio);
+* after each of the target's passes the decoder's own work on its ``m`` logit rows — the
+  verify step of :mod:`simulate.decoder.verify` (greedy: argmax; sampling: the decoding's
+  distribution and speculative sampling) — is timed too (:attr:`FamilyTiming.decoder`);
+* the **autoregressive reference** is timed as the run decodes it (:mod:`realrun.ar`:
+  transformers' ``generate`` or our decoder with the target alone, prompt prefill
+  excluded), ``ar_tokens`` tokens a round: its seconds per token are the unit of every
+  cost curve (:attr:`FamilyTiming.ar_seconds_per_token`), so what AR pays beyond a bare
+  one-token pass (its loop, its sampler) is priced, not assumed away.
+
+Every ``m`` is represented by the **mean** of its rounds, with its standard error (the
+median is kept beside it). Expected cost is a mean: a decoding run pays the mean of a
+heavy-tailed pass-time distribution, which its median under-prices (by 10 % and more on a
 shared virtual machine, and not by the same factor at every ``m``); the fastest repeat
-under-prices it further (a one-token pass there typically takes 20–35 % longer than its
-fastest repeat). The grid is dense up to 6 and sparser beyond (:func:`grid`);
-the dense curve ``m = 1..max_m`` is the linear interpolation between
-grid points (:meth:`PassTiming.dense`). ewif extends a curve beyond its last point linearly
-through its last two points (never downwards).
+under-prices it further. The grid is dense up to 6 and sparser beyond (:func:`grid`); the
+dense curve ``m = 1..max_m`` is the linear interpolation between grid points
+(:meth:`PassTiming.dense`). ewif extends a curve beyond its last point linearly through its
+last two points (never downwards). :func:`time_passes` is the one-model case on one
+context (the numerics search's quick bound).
 
 :func:`time_proposer` times Max-Gram's ``propose(prefix, prompt_length, k)`` along a
 continuation, as decoding calls it; ewif charges a leaf block of ``k`` tokens as ``k``
 generating passes, so its cost is the time per proposed token.
+
+Known approximation: a leaf drafter's catch-up pass feeds ``m = 2`` positions but needs
+one logit row; it is priced at the curve's ``m = 2`` (two rows). The second row's LM head
+is a few per cent of such a pass on the CPUs measured.
 """
 
 from __future__ import annotations
 
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from ewif import validate
 from simulate.decoder.interface import Proposer, TokenModel
+from simulate.decoder.sampling import Decoding
+from simulate.decoder.verify import greedy_verify, speculative_verify
+
+#: Times the run's autoregressive decoding of ``n`` tokens after a context (prompt prefill
+#: excluded): ``(context, n) -> (tokens decoded, seconds)`` (:mod:`realrun.ar`).
+ARTimer = Callable[[Sequence[int], int], tuple[int, float]]
 
 _DENSE_UP_TO = 6
 
@@ -147,6 +174,146 @@ def time_passes(
         for m in order:
             seconds[m].append(timed(m))
     return PassTiming.of(ms, [seconds[m] for m in ms])
+
+
+@dataclass(frozen=True)
+class FamilyTiming:
+    """What :func:`time_family` measured: every neural model's pass timing by ``m``, the
+    decoder's work after a target pass returning ``m`` rows (None for a family without a
+    timed target), and the autoregressive reference per round (tokens, seconds)."""
+
+    passes: dict[str, PassTiming]
+    decoder: PassTiming | None
+    ar_tokens: tuple[int, ...]
+    ar_seconds: tuple[float, ...]
+
+    @property
+    def ar_seconds_per_token(self) -> float:
+        """Seconds per token of the autoregressive reference over all rounds (the unit of
+        the cost curves): ``Σ seconds / Σ tokens``, as a run computes tokens/s."""
+        tokens = sum(self.ar_tokens)
+        if tokens <= 0:
+            raise ValueError("the autoregressive reference decoded no tokens while timed")
+        return sum(self.ar_seconds) / tokens
+
+    @property
+    def ar_stderr(self) -> float:
+        """Standard error of :attr:`ar_seconds_per_token` over rounds (ratio estimator)."""
+        n = np.asarray(self.ar_tokens, dtype=float)
+        s = np.asarray(self.ar_seconds, dtype=float)
+        if n.size < 2:
+            return 0.0
+        unit = s.sum() / n.sum()
+        resid = s - unit * n
+        return float(np.sqrt((resid**2).sum() / (n.size - 1) / n.size) / n.mean())
+
+    def merged(self, other: FamilyTiming) -> FamilyTiming:
+        """Both measurements' rounds together (same models and grid)."""
+        if list(self.passes) != list(other.passes):
+            raise ValueError(
+                f"can merge only timings of the same models, got {list(self.passes)} and "
+                f"{list(other.passes)}"
+            )
+        decoder = (
+            self.decoder.merged(other.decoder)
+            if self.decoder is not None and other.decoder is not None
+            else None
+        )
+        return FamilyTiming(
+            {name: t.merged(other.passes[name]) for name, t in self.passes.items()},
+            decoder,
+            self.ar_tokens + other.ar_tokens,
+            self.ar_seconds + other.ar_seconds,
+        )
+
+
+def time_family(
+    models: Sequence[TokenModel],
+    contexts: Sequence[Sequence[int]],
+    max_m: int,
+    *,
+    ar: ARTimer,
+    decoding: Decoding,
+    rounds: int = 8,
+    warmup: int = 1,
+    ar_tokens: int = 8,
+    seed: int = 0,
+    progress: Callable[[], object] | None = None,
+) -> FamilyTiming:
+    """Time every model of ``models`` (target first, neural only) over the grid of
+    :func:`grid` ``(max_m)``, with the decoder's verify work after the target's passes and
+    ``ar_tokens`` tokens of the autoregressive reference ``ar`` per round, for ``rounds``
+    rounds (after ``warmup`` untimed ones) cycling through ``contexts`` (module docstring).
+    ``progress()`` is called after every timed round."""
+    ms = grid(max_m)
+    rounds = validate.count("rounds", rounds, minimum=1)
+    warmup = validate.count("warmup", warmup)
+    ar_tokens = validate.count("ar_tokens", ar_tokens, minimum=1)
+    models = list(models)
+    if not models:
+        raise ValueError("models must hold at least the target")
+    ctxs = [[int(t) for t in c] for c in contexts]
+    if not ctxs or not all(ctxs):
+        raise ValueError("contexts must hold at least one non-empty token list")
+    rng = random.Random(seed)
+    np_rng = np.random.default_rng(seed)
+    vocab = models[0].vocab_size
+    seconds = {(i, m): [] for i in range(len(models)) for m in ms}
+    verify: dict[int, list[float]] = {m: [] for m in ms}
+    ar_n: list[int] = []
+    ar_s: list[float] = []
+
+    def timed_pass(i: int, m: int, ctx: list[int]) -> tuple[float, float | None]:
+        """(seconds of the pass, seconds of the decoder's verify after it — target only)."""
+        tokens = ctx + [rng.randrange(vocab) for _ in range(m)]
+        start = time.perf_counter()
+        logits = models[i].logits(tokens, m)
+        elapsed = time.perf_counter() - start
+        work = _verify_seconds(logits, tokens[-m:-1], decoding, np_rng) if i == 0 else None
+        return elapsed, work
+
+    for r in range(warmup + rounds):
+        ctx = ctxs[r % len(ctxs)]
+        for model in models:  # prefill outside the clock, as a run does
+            model.logits(ctx, 1)
+        order: list[tuple[int, int] | None] = [(i, m) for i in range(len(models)) for m in ms]
+        order.append(None)  # the autoregressive reference
+        rng.shuffle(order)
+        done = {
+            item: ar(ctx, ar_tokens) if item is None else timed_pass(*item, ctx) for item in order
+        }
+        if r < warmup:
+            continue
+        for item, (first, second) in done.items():
+            if item is None:
+                ar_n.append(int(first))
+                ar_s.append(float(second))
+            else:
+                seconds[item].append(first)
+                if second is not None:
+                    verify[item[1]].append(second)
+        if progress is not None:
+            progress()
+    passes = {
+        model.name: PassTiming.of(ms, [seconds[(i, m)] for m in ms])
+        for i, model in enumerate(models)
+    }
+    decoder = PassTiming.of(ms, [verify[m] for m in ms])
+    return FamilyTiming(passes, decoder, tuple(ar_n), tuple(ar_s))
+
+
+def _verify_seconds(
+    logits: np.ndarray, draft: list[int], decoding: Decoding, rng: np.random.Generator
+) -> float:
+    """Wall time of the decoder's review of ``draft`` against a pass's ``logits`` (greedy:
+    :func:`greedy_verify`; sampling: the distribution, then :func:`speculative_verify` with
+    point-mass draft laws)."""
+    start = time.perf_counter()
+    if decoding.greedy:
+        greedy_verify(draft, logits, 1.0)
+    else:
+        speculative_verify(draft, [None] * len(draft), decoding.probs(logits), 1.0, rng, False)
+    return time.perf_counter() - start
 
 
 def time_proposer(proposer: Proposer, context: Sequence[int], prompt_length: int, k: int) -> float:
