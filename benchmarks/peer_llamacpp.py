@@ -65,6 +65,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import fetch_weights
 
+from ewif.batch import batch_ratio
 from ewif.cascade import Cascade
 from ewif.io import ModelSet
 from realrun.commands.measure import threads_arg
@@ -275,10 +276,9 @@ def iid_alpha(fraction: float, k: int) -> float:
 
 def predict_draft_sd(model_set: ModelSet, drafter: str, k: int) -> float:
     """ewif's speed-up of llama.cpp's draft-model SD (module docstring: SD ``K = [[k]]`` plus
-    the drafter's pass over the target's ``k + 1`` verification positions)."""
-    cascade = Cascade.from_model_set(model_set, (model_set.models[0], drafter), [[k]])
-    catch_up = float(model_set.pass_cost.at(model_set.index(drafter), k + 1))
-    return cascade.expected_tokens() * cascade.pass_cost.unit / (cascade.expected_cost() + catch_up)
+    the drafter's pass over the target's ``k + 1`` verification positions): batch-aware SD
+    at one row with llama.cpp's drafting (:func:`ewif.batch.batch_ratio`)."""
+    return batch_ratio(model_set, drafter, k, 1, catch_up=False, drafting="reevaluate")
 
 
 def predict_free_drafter(model_set: ModelSet, alpha: float, m: int) -> float:

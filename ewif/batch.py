@@ -4,22 +4,32 @@ size B, the best draft length for every B, and the schedule as ranges of B.
 A synchronized batch of ``B`` independent rows (a serving engine's running requests) drafts
 ``k`` tokens per row per step with one drafter ``d`` and verifies all rows in one target
 pass. Under the Bernoulli model rows are independent, so the tokens a row gains per step are
-unchanged, ``E[T] = Σ_{i=0}^{k} α^i``; what changes with ``B`` is the price of a pass, which
-is read off each model's cost curve at the **total positions of the batched pass** (a
-batch-1 curve is the special case ``B = 1``):
+unchanged, ``E[T] = Σ_{i=0}^{k} α^i``; what changes with ``B`` is the price of a pass,
+``c_i(B, m)`` for ``B`` rows of ``m`` positions each: measured batched curves
+(:class:`BatchCosts`, a model set's ``batch_cost_curve``) where the set has them, otherwise
+the batch-1 curve read at the pass's total positions, ``c_i(B·m)`` (the same matrix
+products; attention over ``B`` caches is what that reading leaves out). Per step:
 
-* the target: one pass over ``B·(k+1)`` positions;
-* a neural drafter: ``k`` batched passes. With its catch-up pass (:mod:`ewif.catch_up`) the
-  first feeds ``Σ_rows m_row`` positions, ``m_row`` i.i.d. with the one-row law ``f`` of
-  :meth:`ewif.cascade.Cascade.first_pass_sizes` (SD: ``m = 2`` with probability ``α^k``), so
-  its expected cost is ``Σ_M f^{*B}(M)·c_d(M)`` with ``f^{*B}`` the ``B``-fold convolution;
-  the other ``k − 1`` feed one position per row, ``c_d(B)`` each (without catch-up all ``k``);
+* the target: one pass over ``B`` rows of ``k + 1`` positions;
+* a neural drafter, as a KV-cached engine drafts (``drafting="kv-cached"``, our decoder):
+  ``k`` batched passes. With its catch-up pass (:mod:`ewif.catch_up`) the first feeds
+  ``Σ_rows m_row`` positions, ``m_row`` i.i.d. with the one-row law ``f`` of
+  :meth:`ewif.cascade.Cascade.first_pass_sizes` (SD: ``m = 2`` with probability ``α^k``),
+  so its expected cost is ``Σ_M f^{*B}(M)·c_d(B, M/B)`` with ``f^{*B}`` the ``B``-fold
+  convolution; the other ``k − 1`` feed one position per row, ``c_d(B, 1)`` each (without
+  catch-up all ``k``);
+* a neural drafter as llama.cpp's server drafts (``drafting="reevaluate"``, its
+  ``draft-simple`` speculation): ``k`` passes of one position per row from the last
+  sampled token, then, after the target's pass, one pass over the target's whole batch
+  (``B`` rows of ``k + 1``: the drafted tokens are evaluated again, llama.cpp's
+  ``TAG_SPEC_AVOID_DRAFT_REEVAL`` in ``tools/server/server-context.cpp``), so
+  ``k·c_d(B, 1) + c_d(B, k + 1)``;
 * a proposer (Max-Gram; :func:`is_proposer`): ``k·B`` proposals at ``c_d(1)`` each (it runs
   row by row).
 
-AR at the same ``B`` makes one pass over ``B`` positions per ``B`` tokens, so
+AR at the same ``B`` makes one pass over ``B`` rows of one position per ``B`` tokens, so
 
-    ratio(B, k) = E[T]·c_0(B) / (c_0(B·(k+1)) + drafter cost(B, k)),   ratio(B, 0) = 1.
+    ratio(B, k) = E[T]·c_0(B, 1) / (c_0(B, k+1) + drafter cost(B, k)),   ratio(B, 0) = 1.
 
 :func:`batch_ratio` is this exactly; :func:`best_draft_lengths` maximises it over
 ``k = 0..k_max`` for each ``B`` (``k = 0``: do not speculate); :func:`schedule` merges equal
@@ -32,7 +42,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -43,15 +53,132 @@ if TYPE_CHECKING:
     from ewif.io import ModelSet
 
 
+#: How a serving engine runs a neural drafter at batch B (module docstring).
+DRAFTING = ("kv-cached", "reevaluate")
+
+
+@dataclass(frozen=True)
+class BatchCosts:
+    """Measured batched pass costs: ``curves[B][i][m − 1]`` is the cost of one pass of model
+    ``i`` over ``B`` rows of ``m`` positions each, in the model set's unit (one
+    autoregressive token at batch 1). Beyond the last measured ``m`` a curve continues on the
+    line through its last two points (never downwards), as :mod:`ewif.pass_cost`; a
+    fractional ``m`` (a batch whose rows feed different sizes) reads the curve linearly
+    between its neighbours; a ``B`` between two measured sizes reads both linearly in
+    ``B``, and one beyond the largest continues their line (never downwards)."""
+
+    curves: dict[int, tuple[np.ndarray, ...]]
+
+    def __post_init__(self) -> None:
+        if not self.curves:
+            raise ValueError("batch_cost_curve must hold at least one batch size")
+        sizes = set()
+        clean = {}
+        for b, per_model in self.curves.items():
+            rows = validate.count("batch_cost_curve batch size", b, minimum=1)
+            name = f"batch_cost_curve[{rows}]"
+            if isinstance(per_model, str | bytes) or not isinstance(per_model, Sequence):
+                raise ValueError(f"{name} must be a list with one curve per model")
+            tables = tuple(validate.costs(f"{name}[{i}]", c) for i, c in enumerate(per_model))
+            if any(t.ndim != 1 or t.size == 0 for t in tables):
+                raise ValueError(f"{name} must hold one non-empty list of costs per model")
+            sizes.add(len(tables))
+            clean[rows] = tables
+        if len(sizes) != 1:
+            raise ValueError(
+                f"batch_cost_curve must hold the same number of models at every batch size, "
+                f"got {sorted(sizes)}"
+            )
+        object.__setattr__(self, "curves", dict(sorted(clean.items())))
+
+    @property
+    def n_models(self) -> int:
+        return len(next(iter(self.curves.values())))
+
+    def at(self, i: int, rows: int, m: float) -> float:
+        """``c_i(B = rows, m)`` (class docstring)."""
+        sizes = list(self.curves)
+        if rows in self.curves:
+            return _read(self.curves[rows][i], m)
+        lo = max((b for b in sizes if b < rows), default=None)
+        hi = min((b for b in sizes if b > rows), default=None)
+        if lo is None:  # below the smallest measured B: its value (never cheaper per pass)
+            return _read(self.curves[sizes[0]][i], m)
+        if hi is None:
+            if len(sizes) == 1:
+                return _read(self.curves[lo][i], m)
+            lo, hi = sizes[-2], sizes[-1]
+            y0, y1 = _read(self.curves[lo][i], m), _read(self.curves[hi][i], m)
+            return y1 + max(y1 - y0, 0.0) * (rows - hi) / (hi - lo)
+        y0, y1 = _read(self.curves[lo][i], m), _read(self.curves[hi][i], m)
+        return y0 + (y1 - y0) * (rows - lo) / (hi - lo)
+
+    def to_dict(self) -> dict[str, list[list[float]]]:
+        return {str(b): [c.tolist() for c in per] for b, per in self.curves.items()}
+
+    @classmethod
+    def from_dict(cls, data: Any) -> BatchCosts:
+        if not isinstance(data, dict):
+            raise ValueError(
+                "batch_cost_curve must be a mapping from batch size to one cost curve per "
+                f"model, got {type(data).__name__}"
+            )
+        curves = {}
+        for key, per_model in data.items():
+            try:
+                rows = int(str(key))
+            except ValueError:
+                raise ValueError(
+                    f"batch_cost_curve keys must be batch sizes (integers >= 1), got {key!r}"
+                ) from None
+            curves[rows] = tuple(np.asarray(c, dtype=float) for c in per_model)
+        return cls(curves)
+
+
+def _read(curve: np.ndarray, m: float) -> float:
+    """A curve at a real ``m >= 1``: linear between points, the last two points' line
+    (never downwards) beyond the last."""
+    m = float(m)
+    if not m >= 1.0:
+        raise ValueError(f"m must be >= 1 (positions of a pass), got {m!r}")
+    size = curve.size
+    if m <= size:
+        return float(np.interp(m, np.arange(1, size + 1), curve))
+    slope = max(float(curve[-1] - curve[-2]), 0.0) if size > 1 else 0.0
+    return float(curve[-1]) + slope * (m - size)
+
+
+def pass_price(model_set: ModelSet, i: int, rows: int, m: float) -> float:
+    """``c_i(B, m)``: the set's measured batched curves when it has them, else the batch-1
+    curve at the total positions ``B·m`` (module docstring)."""
+    costs = model_set.batch_costs
+    if costs is not None:
+        return costs.at(i, rows, m)
+    total = rows * m
+    if abs(total - round(total)) < 1e-9:
+        return float(model_set.pass_cost.at(i, round(total)))
+    low = int(np.floor(total))
+    y0, y1 = (float(model_set.pass_cost.at(i, x)) for x in (low, low + 1))
+    return y0 + (y1 - y0) * (total - low)
+
+
 def batch_ratio(
-    model_set: ModelSet, drafter: str, k: int, batch: int, catch_up: bool | None = None
+    model_set: ModelSet,
+    drafter: str,
+    k: int,
+    batch: int,
+    catch_up: bool | None = None,
+    drafting: str = "kv-cached",
 ) -> float:
     """``ratio(B, k)`` of the module docstring for plain SD with ``drafter`` (``k = 0`` is
-    AR, 1). ``catch_up`` defaults to the set's flag for the drafter (False if it has none)."""
+    AR, 1). ``catch_up`` defaults to the set's flag for the drafter (False if it has none);
+    ``drafting`` is how the engine runs a neural drafter (:data:`DRAFTING`)."""
     from ewif.cascade import Cascade
 
     k = validate.count("k", k)
     b = validate.count("batch", batch, minimum=1)
+    if drafting not in DRAFTING:
+        raise ValueError(f"drafting must be one of {', '.join(DRAFTING)}, got {drafting!r}")
     if k == 0:
         return 1.0
     target, j = model_set.models[0], model_set.index(drafter)
@@ -66,18 +193,20 @@ def batch_ratio(
     if catch_up and proposer:
         raise ValueError(f"catch_up applies to KV-cached drafters; {drafter!r} is a proposer")
     sd = Cascade.from_model_set(model_set, [target, drafter], [[k]], catch_up=[False, catch_up])
-    price = model_set.pass_cost
     tokens = sd.expected_tokens()
-    cost = float(price.at(0, b * (k + 1)))
-    if catch_up:
+    cost = pass_price(model_set, 0, b, k + 1)
+    if proposer:
+        cost += k * b * pass_price(model_set, j, 1, 1)
+    elif drafting == "reevaluate":
+        cost += k * pass_price(model_set, j, b, 1) + pass_price(model_set, j, b, k + 1)
+    elif catch_up:
         total = pmf_power(sd.first_pass_sizes(1), b)
         sizes = np.flatnonzero(total > 0)
-        cost += float(total[sizes] @ price.at(j, sizes)) + (k - 1) * float(price.at(j, b))
-    elif proposer:
-        cost += k * b * float(price.at(j, 1))
+        first = sum(total[n] * pass_price(model_set, j, b, n / b) for n in sizes)
+        cost += float(first) + (k - 1) * pass_price(model_set, j, b, 1)
     else:
-        cost += k * float(price.at(j, b))
-    return tokens * float(price.at(0, b)) / cost
+        cost += k * pass_price(model_set, j, b, 1)
+    return tokens * pass_price(model_set, 0, b, 1) / cost
 
 
 def is_proposer(model_set: ModelSet, name: str) -> bool:
@@ -106,6 +235,7 @@ def best_draft_lengths(
     batch_sizes: Sequence[int],
     k_max: int = 12,
     catch_up: bool | None = None,
+    drafting: str = "kv-cached",
 ) -> list[BatchChoice]:
     """For every ``B`` of ``batch_sizes`` the ``k ∈ 0..k_max`` of the highest
     :func:`batch_ratio` (ties: the smaller ``k``)."""
@@ -115,7 +245,9 @@ def best_draft_lengths(
         raise ValueError("batch_sizes must hold at least one batch size")
     out = []
     for b in sizes:
-        ratios = [batch_ratio(model_set, drafter, k, b, catch_up) for k in range(k_max + 1)]
+        ratios = [
+            batch_ratio(model_set, drafter, k, b, catch_up, drafting) for k in range(k_max + 1)
+        ]
         k = int(np.argmax(ratios))
         out.append(BatchChoice(b, k, float(ratios[k])))
     return out

@@ -50,6 +50,7 @@ from typing import Any
 import numpy as np
 
 from ewif import validate
+from ewif.batch import BatchCosts
 from ewif.bootstrap import BootstrapData
 from ewif.pass_cost import PassCost
 
@@ -86,6 +87,7 @@ class ModelSet:
     cost_curve: tuple[np.ndarray, ...] | None = None
     catch_up: tuple[bool, ...] | None = None
     bootstrap: BootstrapData | None = None
+    batch_costs: BatchCosts | None = None
 
     def __post_init__(self) -> None:
         n1 = len(self.models)
@@ -145,6 +147,11 @@ class ModelSet:
                 )
         if self.bootstrap is not None:
             self.bootstrap.check(self)
+        if self.batch_costs is not None and self.batch_costs.n_models != n1:
+            raise ValueError(
+                f"batch_cost_curve must hold one curve per model ({n1}) at every batch size, "
+                f"got {self.batch_costs.n_models}"
+            )
         if self.cascade is not None:  # a configuration that cannot be evaluated is malformed
             from ewif.cascade import Cascade
 
@@ -196,6 +203,8 @@ class ModelSet:
             }
         if self.bootstrap is not None:
             out["bootstrap"] = self.bootstrap.to_dict()
+        if self.batch_costs is not None:
+            out["batch_cost_curve"] = self.batch_costs.to_dict()
         out["metadata"] = self.metadata
         return out
 

@@ -4,8 +4,11 @@ Each row draws its acceptances (i.i.d. Bernoulli α, the first rejection ends th
 keeps its own catch-up state: a neural drafter's first pass of a step feeds 2 positions in a
 row whose previous step accepted the whole draft (its last draft token and the bonus), else 1
 — tracked per row, not taken from the exact law. Every step is priced like the engine pays
-it: the target's batched pass over ``B·(k+1)`` positions, the drafter's batched passes over
-the rows' summed positions, a proposer's ``k·B`` proposals. The ratio against AR at batch
+it (:func:`ewif.batch.pass_price`: the set's batched curves ``c(B, m)``, else the batch-1
+curve at the total positions): the target's batched pass over ``B`` rows of ``k + 1``, the
+drafter's batched passes over the rows' summed positions (``drafting="kv-cached"``) or its
+``k`` one-position passes and the pass over the target's batch (``"reevaluate"``), a
+proposer's ``k·B`` proposals. The ratio against AR at batch
 ``B`` is ``(tokens per row per step)·c_0(B) / (cost per step)``, estimated over blocks of
 steps (a row's catch-up couples consecutive steps; blocks make the pairs nearly independent)
 with the delta method.
@@ -18,7 +21,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ewif import validate
-from ewif.batch import is_proposer
+from ewif.batch import DRAFTING, is_proposer, pass_price
 from simulate.stats import Estimate, ratio_estimate
 
 if TYPE_CHECKING:
@@ -34,17 +37,19 @@ def simulate_batch_sd(
     steps: int = 20_000,
     block: int = 50,
     catch_up: bool = True,
+    drafting: str = "kv-cached",
     seed: int = 0,
     level: float = 0.999,
 ) -> Estimate:
     """The simulated ``ratio(B, k)`` of :func:`ewif.batch.batch_ratio` and its interval."""
+    if drafting not in DRAFTING:
+        raise ValueError(f"drafting must be one of {', '.join(DRAFTING)}, got {drafting!r}")
     k = validate.count("k", k, minimum=1)
     b = validate.count("batch", batch, minimum=1)
     steps = validate.count("steps", steps, minimum=2)
     block = validate.count("block", block, minimum=1)
     j = model_set.index(drafter)
     alpha = float(model_set.alpha[1.0][0, j])
-    price = model_set.pass_cost
     proposer = is_proposer(model_set, drafter)
     rng = np.random.default_rng(validate.count("seed", seed))
     caught_up = np.zeros(b, dtype=bool)  # no row owes a catch-up before the first step
@@ -53,19 +58,21 @@ def simulate_batch_sd(
     for s in range(steps + 1):
         ok = rng.random((b, k)) < alpha
         accepted = np.where(ok.all(axis=1), k, np.argmin(ok, axis=1))
-        step_cost = float(price.at(0, b * (k + 1)))
+        step_cost = pass_price(model_set, 0, b, k + 1)
         if proposer:
-            step_cost += k * b * float(price.at(j, 1))
+            step_cost += k * b * pass_price(model_set, j, 1, 1)
+        elif drafting == "reevaluate":
+            step_cost += k * pass_price(model_set, j, b, 1) + pass_price(model_set, j, b, k + 1)
         elif catch_up:
-            first = int(b + caught_up.sum())
-            step_cost += float(price.at(j, first)) + (k - 1) * float(price.at(j, b))
+            first = pass_price(model_set, j, b, (b + int(caught_up.sum())) / b)
+            step_cost += first + (k - 1) * pass_price(model_set, j, b, 1)
         else:
-            step_cost += k * float(price.at(j, b))
+            step_cost += k * pass_price(model_set, j, b, 1)
         caught_up = accepted == k
         if s:  # step 0 is a burn-in: it sets every row's catch-up state
             tokens[s - 1] = (accepted + 1).mean()
             cost[s - 1] = step_cost
     n = steps // block
-    x = tokens[: n * block].reshape(n, block).sum(axis=1) * float(price.at(0, b))
+    x = tokens[: n * block].reshape(n, block).sum(axis=1) * pass_price(model_set, 0, b, 1)
     y = cost[: n * block].reshape(n, block).sum(axis=1)
     return ratio_estimate(x.sum(), y.sum(), x @ x, y @ y, x @ y, n, level)

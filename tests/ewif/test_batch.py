@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from ewif import io
-from ewif.batch import batch_ratio, best_draft_lengths, is_proposer, schedule
+from ewif.batch import BatchCosts, batch_ratio, best_draft_lengths, is_proposer, schedule
 from ewif.cascade import Cascade
 from simulate.batch import simulate_batch_sd
 
@@ -133,3 +133,82 @@ def test_recommend_prints_the_batch_schedule(tmp_path, capsys):
     assert cli.main(["recommend", "--from", str(path), "--batch-sizes", "1,5000"]) == 2
     assert cli.main(["recommend", "--from", str(path), "--batch-sizes", "1,4"]) == 0
     assert "batch-aware plain SD with d: B=1" in capsys.readouterr().out
+
+
+def batched_set() -> io.ModelSet:
+    """The set above with measured batched curves that differ from the batch-1 curve read at
+    total positions: every row's positions cost extra (attention over B caches), +2 % per
+    other row and position, so a review pass pays more of it than a one-position pass."""
+    per_b = {}
+    for b in (1, 2, 4, 8):
+        rows = [
+            np.array([c[min(b * m, c.size) - 1] * (1 + 0.02 * (b - 1) * m) for m in range(1, 7)])
+            for c in (TARGET, DRAFT)
+        ]
+        per_b[b] = (*rows, np.array([0.002]))
+    return io.ModelSet(**{**vars(model_set()), "batch_costs": BatchCosts(per_b)})
+
+
+def test_batch_costs_read_like_curves_in_m_and_linearly_in_b():
+    bc = batched_set().batch_costs
+    c2 = bc.curves[2][0]
+    assert bc.at(0, 2, 3) == c2[2]
+    assert bc.at(0, 2, 2.5) == pytest.approx((c2[1] + c2[2]) / 2)  # fractional m: linear
+    assert bc.at(0, 2, 8) == pytest.approx(c2[5] + 2 * (c2[5] - c2[4]))  # beyond: last line
+    assert bc.at(0, 3, 2) == pytest.approx((bc.at(0, 2, 2) + bc.at(0, 4, 2)) / 2)  # B between
+    beyond = bc.at(0, 12, 1)  # beyond the largest B: the line of the last two, never down
+    assert beyond == pytest.approx(bc.at(0, 8, 1) + (bc.at(0, 8, 1) - bc.at(0, 4, 1)))
+    with pytest.raises(ValueError, match="m must be >= 1"):
+        bc.at(0, 2, 0.5)
+    back = BatchCosts.from_dict(bc.to_dict())
+    assert back.to_dict() == bc.to_dict()
+    with pytest.raises(ValueError, match="same number of models"):
+        BatchCosts({1: (np.ones(2), np.ones(2)), 2: (np.ones(2),)})
+    with pytest.raises(ValueError, match="batch sizes"):
+        BatchCosts.from_dict({"two": [[1.0]]})
+
+
+def test_batched_curves_equal_to_the_total_position_reading_change_nothing():
+    """Batched curves built as c(B, m) = c(B·m) of an affine batch-1 curve give exactly the
+    ratio of the batch-1 reading (fractional m included: both are linear there)."""
+    line = 1.0 + 0.05 * np.arange(48)
+    base = io.ModelSet(
+        **{
+            **vars(model_set()),
+            "cost_curve": (line, 0.2 * line, np.array([0.002])),
+            "cost": np.array([1.0, 0.2, 0.002]),
+        }
+    )
+    per_b = {
+        b: (line[b - 1 :: b][:6], 0.2 * line[b - 1 :: b][:6], np.array([0.002])) for b in (1, 2, 4)
+    }
+    batched = io.ModelSet(**{**vars(base), "batch_costs": BatchCosts(per_b)})
+    for b, k in [(1, 3), (2, 2), (4, 1)]:
+        assert batch_ratio(batched, "d", k, b) == pytest.approx(batch_ratio(base, "d", k, b))
+
+
+def test_reevaluate_drafting_by_hand_and_against_the_witness():
+    """llama.cpp's server: k one-position passes per row, then one pass over the target's
+    batch (B rows of k + 1)."""
+    ms, a = batched_set(), ALPHA["d"]
+    bc = ms.batch_costs
+    tokens = 1 + a + a * a
+    want = tokens * bc.at(0, 2, 1) / (bc.at(0, 2, 3) + 2 * bc.at(1, 2, 1) + bc.at(1, 2, 3))
+    assert batch_ratio(ms, "d", 2, 2, drafting="reevaluate") == pytest.approx(want, rel=1e-12)
+    for k, b in [(2, 2), (3, 4), (1, 8)]:
+        exact = batch_ratio(ms, "d", k, b, drafting="reevaluate")
+        est = simulate_batch_sd(ms, "d", k, b, steps=20_000, drafting="reevaluate", seed=b)
+        assert est.contains(exact), (exact, est)
+    with pytest.raises(ValueError, match="drafting must be one of"):
+        batch_ratio(ms, "d", 1, 2, drafting="eager")
+
+
+@pytest.mark.parametrize(("k", "batch", "catch_up"), [(2, 4, True), (1, 8, True), (3, 2, False)])
+def test_witness_prices_the_batched_curves_too(k, batch, catch_up):
+    ms = batched_set()
+    exact = batch_ratio(ms, "d", k, batch, catch_up=catch_up)
+    est = simulate_batch_sd(ms, "d", k, batch, steps=20_000, catch_up=catch_up, seed=7 * k)
+    assert est.contains(exact), (exact, est)
+    # and the batched curves matter: the batch-1 reading is far off at B = 8
+    if batch == 8:
+        assert not est.contains(batch_ratio(model_set(), "d", k, batch, catch_up=catch_up))
