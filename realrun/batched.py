@@ -158,7 +158,9 @@ class TransformersRows:
         self._forward([c[: self._length] for c in rows], 1)
 
     def timed_pass(self, m: int, rng: random.Random) -> float:
-        self._cache.crop(self._length)
+        extra = self._cache.get_seq_length() - self._length
+        if extra:
+            self._cache.crop(-extra)
         ids = [[rng.randrange(self._vocab_size) for _ in range(m)] for _ in range(self.rows)]
         start = time.perf_counter()
         self._forward(ids, m)

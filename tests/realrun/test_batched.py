@@ -1,0 +1,88 @@
+"""realrun.batched: B-row passes on both backends (the cache holds B rows of the right
+lengths after a timed pass), interleaved rounds, and the conversion to ewif's BatchCosts."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from realrun.batched import TransformersRows, batch_costs, time_batched
+from realrun.hf_model import HFTokenModel
+from realrun.timing import PassTiming, grid
+
+
+class FakeRows:
+    """Batched rows that log their passes; a pass costs ``rows·m`` fake milliseconds."""
+
+    def __init__(self, name: str, rows: int, log: list) -> None:
+        self.name, self.rows, self.log = name, rows, log
+        self.prefilled = None
+
+    def prefill(self, contexts):
+        self.prefilled = [list(c) for c in contexts]
+
+    def timed_pass(self, m, rng):
+        self.log.append((self.name, self.rows, m))
+        return 0.001 * self.rows * m
+
+
+def test_rounds_time_every_model_rows_and_m_once_in_a_shuffled_order():
+    log: list = []
+    rows = [FakeRows(n, b, log) for n in ("t", "d") for b in (1, 2, 4)]
+    out = time_batched(rows, [[1, 2, 3]], 3, rounds=3, warmup=1, seed=2)
+    assert all(r.prefilled == [[1, 2, 3]] for r in rows)
+    assert set(out) == {"t", "d"} and set(out["t"]) == {1, 2, 4}
+    timing = out["d"][4]
+    assert timing.m == grid(3) and all(len(s) == 3 for s in timing.samples)
+    assert timing.seconds == pytest.approx([0.004, 0.008, 0.012])
+    per_round = len(rows) * len(grid(3))
+    rounds = [log[i : i + per_round] for i in range(0, len(log), per_round)]
+    assert len(rounds) == 4 and all(sorted(r) == sorted(rounds[0]) for r in rounds)
+    assert len({tuple(r) for r in rounds}) > 1  # shuffled
+
+
+def test_batch_costs_in_the_model_sets_unit():
+    t = {b: PassTiming.of((1, 2), [[0.1 * b], [0.15 * b]]) for b in (1, 2)}
+    d = {b: PassTiming.of((1, 2), [[0.02 * b], [0.03 * b]]) for b in (1, 2)}
+    bc = batch_costs({"t": t, "d": d}, ["t", "d", "mag"], unit_seconds=0.1)
+    assert bc.at(0, 2, 2) == pytest.approx(3.0) and bc.at(1, 1, 1) == pytest.approx(0.2)
+    assert bc.at(2, 2, 1) == 0.0  # a proposer is priced row by row elsewhere
+    with pytest.raises(ValueError, match="unit_seconds"):
+        batch_costs({"t": t}, ["t"], 0.0)
+
+
+def test_transformers_rows_feed_b_rows_after_their_contexts(tiny_models, tiny_prompts):
+    model = HFTokenModel(tiny_models["target"].model, "target")
+    rows = TransformersRows(model, 3)
+    rows.prefill(tiny_prompts[:2])  # 3 rows cycle through 2 contexts, cut to one length
+    length = min(len(p) for p in tiny_prompts[:2])
+    seconds = rows.timed_pass(4, random.Random(0))
+    assert seconds > 0
+    assert rows._cache.get_seq_length() == length + 4
+    assert rows._cache.layers[0].keys.shape[0] == 3
+    rows.timed_pass(2, random.Random(1))  # rolled back to the contexts first
+    assert rows._cache.get_seq_length() == length + 2
+    with pytest.raises(ValueError, match="contexts"):
+        rows.prefill([])
+
+
+def test_llamacpp_rows_roll_every_row_back_to_its_own_context(tiny_gguf):
+    pytest.importorskip("llama_cpp")
+    from realrun.batched import LlamaCppRows
+    from realrun.llamacpp_model import LlamaCppTokenModel
+
+    path, _ = tiny_gguf
+    model = LlamaCppTokenModel(path, "tiny", n_ctx=128, n_threads=1)
+    rows = LlamaCppRows(model, 3, context_tokens=12, max_m=4)
+    contexts = [[5, 6, 7, 8], [9, 10, 11, 12, 13, 14]]
+    rows.prefill(contexts)
+    lib, mem = rows._lib, rows._memory
+    for m in (4, 1, 3):
+        assert rows.timed_pass(m, random.Random(m)) > 0
+        ends = [lib.llama_memory_seq_pos_max(mem, s) for s in range(3)]
+        assert ends == [len(contexts[s % 2]) + m - 1 for s in range(3)]
+    out = time_batched([rows], contexts, 2, rounds=2, warmup=0)
+    assert np.all(np.array(out["tiny"][3].seconds) > 0)
+    rows.close()
