@@ -14,6 +14,8 @@ decoder + residual``, where the residual is what none of the timers saw (the loo
 work, the interpreter, the clock). :func:`split` computes the split; a residual above
 :data:`RESIDUAL_FLAG` of ``W`` is flagged. Pass times are summarised per ``m`` by count,
 **mean** (what the run pays: expected cost is a mean), median and p90.
+:func:`timing_agreement` sets the run's mean pass times against the ones the measuring
+phase timed, model by model and size by size.
 """
 
 from __future__ import annotations
@@ -135,3 +137,39 @@ def split(
         passes[name] = {int(m): PassSummary.of(v) for m, v in pass_seconds.get(name, {}).items()}
         overhead[name] = float(total) - sum(p.total_s for p in passes[name].values())
     return WallTimeSplit(float(wall_s), passes, overhead, proposers, float(decoder_s))
+
+
+#: Passes of one size a run needs before its in-run mean is set against the timed one.
+MIN_PASSES = 30
+
+
+def timing_agreement(in_run: Mapping, timing: Mapping) -> dict[str, dict[str, dict]]:
+    """The in-run mean pass time of every model and size ``m`` (``in_run``: a results file's
+    ``metadata.in_run_pass_seconds``, pooled over the methods) against the measuring phase's
+    timed mean at that ``m`` (``timing``: the model set's ``metadata.timing``, interpolated
+    on its grid): ``{model: {m: {passes, run_mean_s, timed_mean_s, error}}}`` with
+    ``error = run/timed − 1``, for sizes with at least :data:`MIN_PASSES` passes."""
+    pooled: dict[str, dict[int, list[float]]] = {}
+    for per_model in in_run.values():
+        for model, by_m in per_model.items():
+            for size, v in by_m.items():
+                total = pooled.setdefault(model, {}).setdefault(int(size), [0, 0.0])
+                total[0] += v["passes"]
+                total[1] += v["passes"] * v["mean_s"]
+    out: dict[str, dict[str, dict]] = {}
+    for model, by_m in pooled.items():
+        grid = timing.get(model) or {}
+        if "m" not in grid:
+            continue
+        for size, (passes, seconds) in sorted(by_m.items()):
+            if passes < MIN_PASSES or size > grid["m"][-1]:
+                continue
+            run = seconds / passes
+            timed = float(np.interp(size, grid["m"], grid["seconds"]))
+            out.setdefault(model, {})[str(size)] = {
+                "passes": passes,
+                "run_mean_s": run,
+                "timed_mean_s": timed,
+                "error": run / timed - 1.0,
+            }
+    return out

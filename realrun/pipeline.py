@@ -25,6 +25,7 @@ from ewif import validate
 from ewif.io import ModelSet
 from ewif.recommendation import recommend
 from ewif.results import Results
+from realrun.books import timing_agreement
 from realrun.family import load_family, set_threads
 from realrun.numerics import measure_numerics
 from realrun.prompts import Prompt, encode, load_prompts
@@ -187,6 +188,10 @@ def run_pipeline(
         "backend": family.backend,
         "cpu": cpu_description(),
         "median_prediction_error": median_prediction_error(results),
+        "timing_agreement": timing_agreement(
+            results.metadata.get("in_run_pass_seconds", {}),
+            model_set.metadata.get("timing", {}),
+        ),
     }
     if rec is not None:
         meta["recommendation"] = recommendation_record(rec)

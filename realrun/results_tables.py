@@ -99,6 +99,17 @@ def format_results(results: Results) -> str:
             f"{name}: predicted {v['point']:.3f}× [{v['low']:.2f}, {v['high']:.2f}] "
             f"({100 * v['level']:.0f}% {kind}; measured {where})"
         )
+    agreement = results.metadata.get("timing_agreement") or {}
+    worst = [
+        (abs(v["error"]), model, m, v) for model, by_m in agreement.items() for m, v in by_m.items()
+    ]
+    if worst:
+        _, model, m, v = max(worst)
+        rows.append(
+            f"in-run vs timed mean pass: largest gap {100 * v['error']:+.1f}% ({model}, m={m}: "
+            f"{1000 * v['run_mean_s']:.1f} vs {1000 * v['timed_mean_s']:.1f} ms, "
+            f"{v['passes']} passes) over {len(worst)} sizes with >= 30 passes"
+        )
     coverage = results.metadata.get("interval_coverage")
     if coverage is not None:
         rows.append(f"measurements inside their interval: {100 * coverage:.0f}%")

@@ -44,3 +44,24 @@ def test_pass_timing_keeps_mean_stderr_and_median():
         PassTiming.of([1, 2], [[1.0], [-1.0]])
     with pytest.raises(ValueError, match="one list of pass times per m"):
         PassTiming.of([1, 2], [[1.0]])
+
+
+def test_timing_agreement_pools_methods_and_compares_with_the_timed_grid():
+    from realrun.books import timing_agreement
+
+    in_run = {
+        "A": {"t": {"2": {"passes": 20, "mean_s": 0.11}, "5": {"passes": 10, "mean_s": 1.0}}},
+        "B": {
+            "t": {"2": {"passes": 30, "mean_s": 0.12}},
+            "d": {"1": {"passes": 40, "mean_s": 0.05}},
+        },
+    }
+    timing = {"t": {"m": [1, 3], "seconds": [0.1, 0.12]}, "d": {"m": [1], "seconds": [0.04]}}
+    got = timing_agreement(in_run, timing)
+    run = (20 * 0.11 + 30 * 0.12) / 50
+    assert got["t"]["2"]["passes"] == 50 and got["t"]["2"]["run_mean_s"] == pytest.approx(run)
+    assert got["t"]["2"]["timed_mean_s"] == pytest.approx(0.11)  # interpolated on the grid
+    assert got["t"]["2"]["error"] == pytest.approx(run / 0.11 - 1)
+    assert "5" not in got["t"]  # too few passes (and beyond the grid)
+    assert got["d"]["1"]["error"] == pytest.approx(0.25)
+    assert timing_agreement(in_run, {}) == {}
