@@ -80,9 +80,9 @@ import numpy as np
 
 from ewif import limits, validate
 from ewif.catch_up import feed, stationary_tail, step_pass_sizes
-from ewif.pass_cost import PassCost
+from ewif.pass_cost import PassCost, relative_costs
 from ewif.pgf import Pgf
-from ewif.review_call import FILLS, Call, is_leaf, review_call, rows_of
+from ewif.review_call import FILLS, Call, Rows, drafters_reached, review_call, rows_of
 
 if TYPE_CHECKING:
     from ewif.io import ModelSet
@@ -174,43 +174,8 @@ class Cascade:
     ) -> None:
         if fill not in FILLS:
             raise ValueError(f"fill must be one of {FILLS}, got {fill!r}")
-        if cost_curve is not None:
-            if cost_per_token is not None:
-                raise ValueError(
-                    "give cost_per_token or cost_curve, not both: a measured curve already "
-                    "prices a pass at every m"
-                )
-            pass_cost = PassCost.from_curves(cost_curve)
-            m1 = np.array([pass_cost.table(i)[0] for i in range(pass_cost.n_models)])
-            if cost is None:
-                cost = m1
-            else:
-                given = validate.costs("cost", cost)
-                if given.shape != m1.shape or not np.array_equal(given, m1):
-                    raise ValueError(
-                        f"cost must equal the curves' m = 1 values {m1.tolist()} (or be None "
-                        f"with cost_curve), got {given.tolist()}"
-                    )
-        elif cost is None:
-            raise ValueError("cost is required unless cost_curve is given")
-        cost = validate.costs("cost", cost)
-        if cost.ndim != 1 or cost.size < 2:
-            raise ValueError(
-                f"cost must be a 1-D array with one entry per model (target + at least one "
-                f"drafter), got shape {cost.shape}"
-            )
+        cost, cpt, pass_cost = _prices(cost, cost_per_token, cost_curve)
         n = cost.size - 1
-        if cost[0] != 1.0:
-            raise ValueError(f"cost[0] (the target's pass) must be 1, got {cost[0]!r}")
-        cpt = (
-            np.zeros(n + 1)
-            if cost_per_token is None
-            else validate.costs("cost_per_token", cost_per_token)
-        )
-        if cpt.shape != (n + 1,):
-            raise ValueError(f"cost_per_token must have shape ({n + 1},), got {cpt.shape}")
-        if cost_curve is None:
-            pass_cost = PassCost.affine(cost, cpt)
         try:
             alpha = np.array(alpha, dtype=float)
         except (TypeError, ValueError):
@@ -230,7 +195,8 @@ class Cascade:
         if names is not None:
             names = tuple(str(x) for x in names)
             validate.same_length(names=names, cost=cost)
-        self._check_alpha(alpha, K, n)
+        rows = rows_of(K)
+        self._check_alpha(alpha, rows, n)
         for arr in (alpha, cost, cpt, K):
             arr.setflags(write=False)
         self.alpha, self.cost, self.cost_per_token, self.K = alpha, cost, cpt, K
@@ -241,7 +207,7 @@ class Cascade:
         )
         flags = [False] * (n + 1) if catch_up is None else catch_up
         self.catch_up = validate.flags("catch_up", flags, n + 1)
-        self._rows = rows_of(K)
+        self._rows = rows
         self._memo: dict = {}
         self._feed_calls: dict = {}
         self._feeds: dict = {}
@@ -262,30 +228,24 @@ class Cascade:
         )
 
     @staticmethod
-    def _check_alpha(alpha: np.ndarray, K: np.ndarray, n: int) -> None:
+    def _check_alpha(alpha: np.ndarray, rows: Rows, n: int) -> None:
+        """alpha in [0, 1] where given, known (not NaN) for every pair the configuration
+        uses, and every drafter reached (:func:`ewif.review_call.drafters_reached`)."""
         upper = np.triu(np.ones((n + 1, n + 1), dtype=bool), 1)
         present = upper & ~np.isnan(alpha)
         bad = present & ~((alpha >= 0.0) & (alpha <= 1.0))
         for r, j in zip(*np.nonzero(bad), strict=True):
             raise ValueError(f"alpha[{r}, {j}] must be in [0, 1], got {alpha[r, j]!r}")
-        used = np.zeros(n + 1, dtype=bool)
-        reviewers, seen = [0], {0}
-        while reviewers:
-            r = reviewers.pop()
-            for j in range(r + 1, n + 1):
-                if K[r, j - 1] == 0:
-                    continue
-                if np.isnan(alpha[r, j]):
+        reached = drafters_reached(0, rows)
+        for r in sorted({0} | reached - {n}):
+            for j, b in enumerate(rows[r], start=r + 1):
+                if b and np.isnan(alpha[r, j]):
                     raise ValueError(
                         f"alpha[{r}, {j}] is missing (NaN) but the configuration uses it: "
-                        f"model {r} reviews tokens of model {j} (k_{r + 1}{j} = {K[r, j - 1]})"
+                        f"model {r} reviews tokens of model {j} (k_{r + 1}{j} = {b})"
                     )
-                used[j] = True
-                if not is_leaf(K, j) and j not in seen:
-                    seen.add(j)
-                    reviewers.append(j)
         for j in range(1, n + 1):
-            if not used[j]:
+            if j not in reached:
                 raise ValueError(
                     f"drafter {j} has no way to produce tokens for the target: no reviewer "
                     f"that is reached gives it a budget (column {j} of K is zero in every "
@@ -326,12 +286,7 @@ class Cascade:
                 f"models must be distinct and ordered largest first as in the set "
                 f"{list(model_set.models)}, got {list(models)}"
             )
-        lenience = float(lenience)
-        if lenience not in model_set.alpha:
-            raise ValueError(
-                f"lenience {lenience:g} is not in the model set; available: "
-                f"{', '.join(f'{x:g}' for x in model_set.leniences)}"
-            )
+        lenience = model_set.checked_lenience(lenience)
         ix = np.asarray(idx)
         curves = model_set.cost_curve
         return cls(
@@ -443,6 +398,27 @@ class Cascade:
     def __repr__(self) -> str:
         models = f"names={list(self.names)}, " if self.names else ""
         return f"Cascade({models}K={self.K.tolist()}, fill={self.fill!r}, ewif={self.ewif():.6g})"
+
+
+def _prices(
+    cost: object | None, cost_per_token: object | None, cost_curve: object | None
+) -> tuple[np.ndarray, np.ndarray, PassCost]:
+    """``(cost, cost_per_token, pass_cost)`` of a :class:`Cascade`, checked: affine costs
+    (:func:`ewif.pass_cost.relative_costs`), or measured curves with ``cost`` omitted or
+    equal to their ``m = 1`` values and no ``cost_per_token``."""
+    if cost_curve is None:
+        if cost is None:
+            raise ValueError("cost is required unless cost_curve is given")
+        cost, cpt = relative_costs(cost, cost_per_token)
+        return cost, cpt, PassCost.affine(cost, cpt)
+    if cost_per_token is not None:
+        raise ValueError(
+            "give cost_per_token or cost_curve, not both: a measured curve already "
+            "prices a pass at every m"
+        )
+    pass_cost = PassCost.from_curves(cost_curve)
+    cost, cpt = relative_costs(pass_cost.m1_costs(cost))
+    return cost, cpt, pass_cost
 
 
 def _flags_of(model_set: ModelSet, idx: list[int]) -> list[bool] | None:

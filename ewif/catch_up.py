@@ -58,9 +58,17 @@ from dataclasses import dataclass
 import numpy as np
 
 from ewif._numerics import padded_add, pmf_power
-from ewif.review_call import Call, Rows, block_length, is_leaf, renewal, review_call
+from ewif.review_call import (
+    Call,
+    Rows,
+    block_length,
+    drafters_reached,
+    is_leaf,
+    renewal,
+    review_call,
+)
 
-__all__ = ["Feed", "drafters_reached", "feed", "stationary_tail", "step_pass_sizes"]
+__all__ = ["Feed", "feed", "stationary_tail", "step_pass_sizes"]
 
 
 @dataclass(frozen=True)
@@ -75,23 +83,6 @@ class Feed:
     first: np.ndarray
     rest: np.ndarray
     exit: np.ndarray
-
-
-def drafters_reached(r: int, rows: Rows) -> frozenset[int]:
-    """The drafters a review call of ``r`` makes passes of (``r`` excluded), given the
-    :data:`ewif.review_call.Rows` of models ``r..n−1``: every drafter with a positive
-    budget in ``r``'s row, and recursively those of the non-leaf ones."""
-    n = r + len(rows)
-    out: set[int] = set()
-    stack = [r]
-    while stack:
-        x = stack.pop()
-        for j, b in zip(range(x + 1, n + 1), rows[x - r], strict=True):
-            if b and j not in out:
-                out.add(j)
-                if not is_leaf(rows, j - r):
-                    stack.append(j)
-    return frozenset(out)
 
 
 def _nested_block(sub: Feed, b: int, fill: str) -> tuple[np.ndarray, np.ndarray, float]:

@@ -52,7 +52,7 @@ import numpy as np
 from ewif import validate
 from ewif.batch import BatchCosts
 from ewif.bootstrap import BootstrapData
-from ewif.pass_cost import PassCost
+from ewif.pass_cost import PassCost, relative_costs
 
 SCHEMA = "csd.models/3"
 SCHEMAS = ("csd.models/1", "csd.models/2", SCHEMA)  # readable; /1: no cost_curve, /2: no catch_up
@@ -101,17 +101,10 @@ class ModelSet:
         if len(set(self.models)) != n1:
             raise ValueError(f"models must have distinct names, got {self.models!r}")
         validate.same_length(models=self.models, cost=self.cost, cost_per_token=self.cost_per_token)
-        validate.costs("cost", self.cost)
-        validate.costs("cost_per_token", self.cost_per_token)
-        if self.cost[0] != 1.0:
-            raise ValueError(f"cost[0] (the target) must be 1, got {self.cost[0]!r}")
+        relative_costs(self.cost, self.cost_per_token)
         if self.cost_curve is not None:
             curves = PassCost.from_curves(self.cost_curve, n_models=n1)
-            m1 = [float(curves.table(i)[0]) for i in range(n1)]
-            if not np.array_equal(self.cost, m1):
-                raise ValueError(
-                    f"cost must equal the m = 1 values of cost_curve {m1}, got {self.cost.tolist()}"
-                )
+            curves.m1_costs(self.cost)
             if np.any(self.cost_per_token):
                 raise ValueError(
                     f"cost_per_token must be zero when cost_curve is given (the curves price "
@@ -170,6 +163,16 @@ class ModelSet:
     @property
     def leniences(self) -> tuple[float, ...]:
         return tuple(sorted(self.alpha))
+
+    def checked_lenience(self, value: float) -> float:
+        """``value`` as one of the set's leniences; ``ValueError`` listing them otherwise."""
+        lenience = float(value)
+        if lenience not in self.alpha:
+            raise ValueError(
+                f"lenience {lenience:g} is not in the model set; available: "
+                f"{', '.join(f'{x:g}' for x in self.leniences)}"
+            )
+        return lenience
 
     def index(self, name: str) -> int:
         try:
@@ -242,7 +245,7 @@ class ModelSet:
                 raise ValueError(f"{source}: {exc}") from None
             curves = tuple(table.table(i) for i in range(n1))
             if "cost" not in data:
-                data = {**data, "cost": [float(c[0]) for c in curves]}
+                data = {**data, "cost": table.m1_costs().tolist()}
         cost = validate.costs(f"{source}: cost", data["cost"])
         cpt = validate.costs(f"{source}: cost_per_token", data.get("cost_per_token", [0.0] * n1))
         raw_alpha = data["alpha"]

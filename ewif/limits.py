@@ -29,6 +29,8 @@ from collections.abc import Iterable, Mapping
 
 import numpy as np
 
+from ewif.space import BoundSpec, Entry, bound_values
+
 MAX_TOTAL_BUDGET = 100_000
 MAX_CONFIGURATIONS = {"structured": 4 * 10**9, "full": 10**8}
 MAX_TRIALS = 10**9
@@ -52,7 +54,7 @@ def total_budget(name: str, K: np.ndarray) -> int:
 def search(
     alpha: Mapping[float, np.ndarray],
     n_models: int,
-    bounds: tuple[int, int] | Mapping[tuple[int, int], int | tuple[int, int] | Iterable[int]],
+    bounds: tuple[int, int] | Mapping[Entry, BoundSpec],
     leniences: Iterable[float],
     hint: str,
 ) -> int:
@@ -62,14 +64,18 @@ def search(
     where ``alpha[r-1, j]`` is unknown, NaN), summed over leniences. ``ValueError`` above
     :data:`MAX_CONFIGURATIONS` (``"structured"`` for a mapping, ``"full"`` for
     ``(lo, hi)``) or when a configuration's ``ΣK`` can exceed :data:`MAX_TOTAL_BUDGET`;
-    the message ends with ``hint`` (what the user can change).
+    the message ends with ``hint`` (what the user can change). The bounds are read by
+    :func:`ewif.space.bound_values`, as ``optimize`` reads them.
     """
     n = n_models - 1
     entries = [(r, j) for r in range(1, n + 1) for j in range(r, n + 1)]
     if isinstance(bounds, Mapping):
-        kind, values = "structured", {e: _values(bounds.get(e, 0)) for e in entries}
+        kind = "structured"
+        values = {
+            (r, j): bound_values(f"bounds k_{r}{j}", bounds.get((r, j), 0)) for r, j in entries
+        }
     else:
-        kind, values = "full", dict.fromkeys(entries, range(int(bounds[0]), int(bounds[1]) + 1))
+        kind, values = "full", dict.fromkeys(entries, bound_values("bounds", tuple(bounds)))
     size = 0
     for lenience in set(leniences) & set(alpha):  # optimize reports unknown leniences
         known = [e for e in entries if not np.isnan(alpha[lenience][e[0] - 1, e[1]])]
@@ -94,15 +100,6 @@ def at_most(name: str, value: int, limit: int, unit: str) -> int:
     if value > limit:
         raise ValueError(f"{name} must be at most {limit:,} {unit}, got {value:,}")
     return value
-
-
-def _values(spec: int | tuple[int, int] | Iterable[int]) -> range | tuple[int, ...]:
-    """The budgets a bound spec allows (int, inclusive ``(lo, hi)`` tuple, or a list)."""
-    if isinstance(spec, int | np.integer):
-        return (int(spec),)
-    if isinstance(spec, tuple) and len(spec) == 2:
-        return range(int(spec[0]), int(spec[1]) + 1)
-    return tuple(sorted({int(v) for v in spec}))
 
 
 def _approx(n: int) -> str:

@@ -46,22 +46,8 @@ class PassCost:
     # ------------------------------------------------------------------ construction
     @classmethod
     def affine(cls, cost: object, cost_per_token: object | None = None) -> PassCost:
-        """``c_i(m) = cost[i] + cost_per_token[i]·m``; ``cost[0]`` must be 1."""
-        c = validate.costs("cost", cost)
-        if c.ndim != 1 or c.size < 2:
-            raise ValueError(
-                f"cost must be a 1-D array with one entry per model (target + at least one "
-                f"drafter), got shape {c.shape}"
-            )
-        if c[0] != 1.0:
-            raise ValueError(f"cost[0] (the target's pass) must be 1, got {c[0]!r}")
-        s = (
-            np.zeros(c.size)
-            if cost_per_token is None
-            else validate.costs("cost_per_token", cost_per_token)
-        )
-        if s.shape != c.shape:
-            raise ValueError(f"cost_per_token must have shape {c.shape}, got {s.shape}")
+        """``c_i(m) = cost[i] + cost_per_token[i]·m`` (both checked by :func:`relative_costs`)."""
+        c, s = relative_costs(cost, cost_per_token)
         table = tuple(np.array([ci + si]) for ci, si in zip(c, s, strict=True))
         return cls(table, s.astype(float), curves=False)
 
@@ -97,6 +83,19 @@ class PassCost:
             )
         slope = np.array([max(float(y[-1] - y[-2]), 0.0) if y.size > 1 else 0.0 for y in table])
         return cls(table, slope, curves=True)
+
+    def m1_costs(self, cost: object | None = None) -> np.ndarray:
+        """``c_i(1)`` of every model (a generating pass); ``cost``, when given, must equal
+        them (``ValueError`` otherwise) — the ``cost`` that goes with measured curves."""
+        m1 = np.array([y[0] for y in self._table])
+        if cost is not None:
+            given = validate.costs("cost", cost)
+            if given.shape != m1.shape or not np.array_equal(given, m1):
+                raise ValueError(
+                    f"cost must equal the m = 1 values {m1.tolist()} of cost_curve (or be "
+                    f"omitted with cost_curve), got {given.tolist()}"
+                )
+        return m1
 
     # ------------------------------------------------------------------ queries
     @property
@@ -171,6 +170,30 @@ class PassCost:
 
     def __repr__(self) -> str:
         return f"PassCost({self.kind}, M={[y.size for y in self._table]})"
+
+
+def relative_costs(
+    cost: object, cost_per_token: object | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(cost, cost_per_token)`` of the affine form, checked: ``cost`` a 1-D array with one
+    finite entry >= 0 per model (the target and at least one drafter), the target's
+    ``cost[0] = 1``; ``cost_per_token`` (default zeros) finite >= 0, of the same shape."""
+    c = validate.costs("cost", cost)
+    if c.ndim != 1 or c.size < 2:
+        raise ValueError(
+            f"cost must be a 1-D array with one entry per model (target + at least one "
+            f"drafter), got shape {c.shape}"
+        )
+    if c[0] != 1.0:
+        raise ValueError(f"cost[0] (the target's pass) must be 1, got {validate.shown(c[0])}")
+    s = (
+        np.zeros(c.size)
+        if cost_per_token is None
+        else validate.costs("cost_per_token", cost_per_token)
+    )
+    if s.shape != c.shape:
+        raise ValueError(f"cost_per_token must have shape {c.shape}, got {s.shape}")
+    return c, s
 
 
 def _curve(i: int, values: object) -> np.ndarray:

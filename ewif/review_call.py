@@ -57,6 +57,24 @@ def rows_of(K: np.ndarray, r: int = 0) -> Rows:
     return tuple(tuple(int(x) for x in K[q, q:]) for q in range(r, K.shape[0]))
 
 
+def drafters_reached(r: int, rows: Rows) -> frozenset[int]:
+    """The drafters a review call of ``r`` makes passes of (``r`` excluded), given the
+    :data:`Rows` of models ``r..n−1``: every drafter with a positive budget in ``r``'s row,
+    and recursively those of the non-leaf ones (``drafters_reached(0, rows_of(K))``: the
+    drafters a configuration uses)."""
+    n = r + len(rows)
+    out: set[int] = set()
+    stack = [r]
+    while stack:
+        x = stack.pop()
+        for j, b in zip(range(x + 1, n + 1), rows[x - r], strict=True):
+            if b and j not in out:
+                out.add(j)
+                if not is_leaf(rows, j - r):
+                    stack.append(j)
+    return frozenset(out)
+
+
 def renewal(pmf: np.ndarray, size: int) -> np.ndarray:
     """``u(s) = P(some partial sum of i.i.d. R equals s)``, ``s < size`` (``pmf[0] = 0``)."""
     u = np.zeros(max(size, 1))

@@ -65,8 +65,8 @@ from ewif.cascade import FILLS, Cascade
 from ewif.catch_up_search import catch_up_flags, optimize_catch_up
 from ewif.io import ModelSet
 from ewif.pass_cost import PassCost
-from ewif.review_call import block_lengths, is_leaf, review_call
-from ewif.space import BoundSpec, Entry
+from ewif.review_call import block_lengths, drafters_reached, is_leaf, review_call, rows_of
+from ewif.space import BoundSpec, Entry, bound_values
 
 _EXHAUSTIVE_LIMIT = 5_000_000
 
@@ -150,7 +150,7 @@ def as_model_set(
         table = PassCost.from_curves(cost_curve, n_models=n1)
         curves = tuple(table.table(i) for i in range(n1))
         if cost is None:
-            cost = [c[0] for c in curves]
+            cost = table.m1_costs()
     if cost is None:
         raise ValueError("cost (or cost_curve) is required when alpha is given as a matrix")
     cost = np.asarray(cost, dtype=float)
@@ -237,22 +237,15 @@ def optimize(
             f"candidates must start with the target {ms.models[0]!r}, list at least one drafter "
             f"and follow the set's order {list(ms.models)}; got {list(cands)}"
         )
-    lens = ms.leniences if leniences is None else tuple(float(x) for x in leniences)
-    for x in lens:
-        if x not in ms.alpha:
-            raise ValueError(
-                f"lenience {x:g} is not in the model set; available: "
-                f"{', '.join(f'{v:g}' for v in ms.leniences)}"
-            )
+    lens = ms.leniences if leniences is None else tuple(map(ms.checked_lenience, leniences))
     uniform = not isinstance(bounds, Mapping)
     if subsets is None:
         subsets = uniform
     if subsets and not uniform:
         raise ValueError("subsets=True needs bounds=(lo, hi); a mapping describes one cascade")
     if uniform:
-        lo, hi = (validate.count("bounds[0]", bounds[0]), validate.count("bounds[1]", bounds[1]))
-        if lo > hi:
-            raise ValueError(f"bounds must satisfy lo <= hi, got {bounds!r}")
+        allowed = bound_values("bounds", tuple(bounds))
+        lo, hi = allowed[0], allowed[-1]
     drafters = cands[1:]
     if subsets:
         groups = [
@@ -372,21 +365,6 @@ def _order(c: Configuration, ms: ModelSet) -> tuple:
     return (-c.ewif, int(c.K.sum()), c.K.tolist(), c.lenience, [ms.index(m) for m in c.models])
 
 
-def _values(name: str, spec: BoundSpec) -> tuple[int, ...]:
-    if isinstance(spec, (int, np.integer)) and not isinstance(spec, bool):
-        return (validate.count(name, spec),)
-    spec = tuple(spec)
-    if len(spec) == 2 and not isinstance(spec, list):
-        lo, hi = (validate.count(name, spec[0]), validate.count(name, spec[1]))
-        if lo > hi:
-            raise ValueError(f"{name} range must satisfy lo <= hi, got {spec!r}")
-        return tuple(range(lo, hi + 1))
-    vals = tuple(sorted({validate.count(name, v) for v in spec}))
-    if not vals:
-        raise ValueError(f"{name} must allow at least one value")
-    return vals
-
-
 class _Block(NamedTuple):
     """Target-level summary of one block, one entry per budget ``b`` of its options.
 
@@ -447,7 +425,7 @@ class _Space:
         self.allowed: dict[tuple[int, int], tuple[int, ...]] = {}
         for r in range(n):  # 0-based reviewer
             for j in range(r + 1, n + 1):  # drafter model index
-                vals = _values(f"bounds k_{r + 1}{j}", spec.get((r + 1, j), 0))
+                vals = bound_values(f"bounds k_{r + 1}{j}", spec.get((r + 1, j), 0))
                 if np.isnan(self.alpha[r, j]):
                     vals = (0,)
                 self.allowed[r, j] = vals
@@ -544,7 +522,9 @@ class _Space:
     def _keep(self, prep: _Prepared, shape: tuple[int, ...]) -> np.ndarray:
         """True for the configurations that stand for their equivalence class: a non-empty
         target row, and every drafter the configuration never reaches has its K row at the
-        smallest allowed values (so equivalent configurations are counted once)."""
+        smallest allowed values (so equivalent configurations are counted once). "Reaches"
+        is :func:`ewif.review_call.drafters_reached`, evaluated here for every configuration
+        of ``prep`` at once (boolean arrays over the first block's options)."""
         n, nd = self.n, len(shape)
         k_vals, sigma = prep.k_vals, prep.sigma
         n11 = len(k_vals[0])
@@ -703,14 +683,5 @@ def _gsum(a: float, b: np.ndarray) -> np.ndarray:
 
 def _canonical(models: tuple[str, ...], K: np.ndarray) -> tuple[tuple[str, ...], np.ndarray]:
     """Drop the drafters a configuration never reaches (zero budgets); returns (models, K)."""
-    n = K.shape[0]
-    used, stack = {0}, [0]
-    while stack:
-        r = stack.pop()
-        for j in range(r + 1, n + 1):
-            if K[r, j - 1] and j not in used:
-                used.add(j)
-                if not is_leaf(K, j):
-                    stack.append(j)
-    ix = np.asarray(sorted(used))
+    ix = np.asarray(sorted({0} | drafters_reached(0, rows_of(K))))
     return tuple(models[i] for i in ix), K[np.ix_(ix[:-1], ix[1:] - 1)].copy()

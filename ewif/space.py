@@ -6,11 +6,14 @@
   drafters, so it covers every drafter subset);
 * :func:`search_space` — the default of every command (``"auto"``: the paper's space for the
   paper's family, :func:`is_paper_shape`, else the full one).
+
+A space is given to :func:`ewif.search.optimize` as bounds: ``(lo, hi)`` for every entry, or
+a mapping ``{(r, j): spec}`` whose specs :func:`bound_values` reads.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
 from ewif import validate
@@ -18,6 +21,23 @@ from ewif.io import ModelSet
 
 Entry = tuple[int, int]  # (r, j) 1-based as in k_rj
 BoundSpec = int | tuple[int, int] | Sequence[int]
+
+
+def bound_values(name: str, spec: BoundSpec) -> tuple[int, ...]:
+    """The budgets one bound spec allows, checked: an int (that value), a tuple ``(lo, hi)``
+    (inclusive, ``lo <= hi``) or a list of values (at least one), every value an integer
+    >= 0; ``ValueError`` naming ``name`` otherwise."""
+    if not isinstance(spec, Iterable):
+        return (validate.count(name, spec),)
+    if isinstance(spec, tuple) and len(spec) == 2:
+        lo, hi = (validate.count(name, v) for v in spec)
+        if lo > hi:
+            raise ValueError(f"{name} range must satisfy lo <= hi, got {spec!r}")
+        return tuple(range(lo, hi + 1))
+    values = tuple(sorted({validate.count(name, v) for v in spec}))
+    if not values:
+        raise ValueError(f"{name} must allow at least one value")
+    return values
 
 
 def paper_bounds(k_max: int = 30, mag_block: int = 10) -> dict[Entry, BoundSpec]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import math
 import numbers
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 
@@ -114,6 +114,23 @@ def budget_matrix(name: str, value: object, n: int) -> np.ndarray:
             f"diagonal (model {r - 1} can only review smaller models {r}..{n})"
         )
     return K
+
+
+def prompt(name: str, value: Iterable[object]) -> list[int]:
+    """A prompt: a non-empty list of token ids, as Python ints (their range is the model's
+    to check)."""
+    ids = [int(t) for t in value]
+    if not ids:
+        raise ValueError(f"{name} must hold at least one token id, got an empty prompt")
+    return ids
+
+
+def prompts(name: str, value: Iterable[Iterable[object]]) -> list[list[int]]:
+    """At least one prompt, each checked by :func:`prompt`."""
+    out = [prompt(f"{name}[{i}]", p) for i, p in enumerate(value)]
+    if not out:
+        raise ValueError(f"{name} must hold at least one prompt")
+    return out
 
 
 def same_length(**named: Sequence) -> int:

@@ -70,9 +70,7 @@ def hf_generate(
     ``assistant_model`` or by prompt lookup with ``prompt_lookup_num_tokens`` draft tokens."""
     if not isinstance(model, PreTrainedModel):
         raise TypeError(f"model must be a transformers PreTrainedModel, got {type(model)!r}")
-    ids = [int(t) for t in prompt]
-    if not ids:
-        raise ValueError("prompt must hold at least one token id, got an empty prompt")
+    ids = validate.prompt("prompt", prompt)
     max_new_tokens = validate.count("max_new_tokens", max_new_tokens, minimum=1)
     if assistant_model is not None and prompt_lookup_num_tokens is not None:
         raise ValueError("give assistant_model or prompt_lookup_num_tokens, not both")

@@ -20,7 +20,7 @@ from realrun.hf_model import HFTokenModel
 from realrun.loading import load_model
 from realrun.maxgram import MaxGram
 from realrun.prompts import load_prompts
-from realrun.vocabulary import check_shared_vocabulary
+from realrun.vocabulary import check_logit_width, check_shared_vocabulary
 from simulate.decoder.interface import Proposer, TokenModel
 
 #: Inference engines a family can run on: transformers (hub ids, directories, GGUF files
@@ -89,12 +89,7 @@ def load_family(
         device_name = str(loaded[0].device)
     if len({m.name for m in loaded}) != len(loaded):
         raise ValueError(f"models must be distinct, got names {[m.name for m in loaded]}")
-    widths = {m.vocab_size for m in loaded}
-    if len(widths) != 1:
-        raise ValueError(
-            "models share a tokenizer but not the logit width: "
-            + ", ".join(f"{m.name}={m.vocab_size}" for m in loaded)
-        )
+    check_logit_width(loaded)
     if mag:
         table = (
             BigramTable.load(bigram, tokenizer)

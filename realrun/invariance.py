@@ -64,9 +64,7 @@ def batch_invariance(
     positions = agreements = 0
     max_gap = None
     for prompt, continuation in texts:
-        ctx, cont = [int(t) for t in prompt], [int(t) for t in continuation]
-        if not ctx:
-            raise ValueError("every prompt needs at least one token")
+        ctx, cont = validate.prompt("prompt", prompt), [int(t) for t in continuation]
         for start in range(0, len(cont) - m + 1, m):
             if limit is not None and positions >= limit:
                 break

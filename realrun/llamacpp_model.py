@@ -42,6 +42,7 @@ import numpy as np
 
 from ewif import validate
 from realrun.counters import PassCounters, TimingHook
+from realrun.vocabulary import check_gguf_vocabularies
 from simulate.decoder.interface import common_prefix
 
 _ERROR_LEVEL = 4  # ggml_log_level GGML_LOG_LEVEL_ERROR (ggml.h)
@@ -301,22 +302,9 @@ def load_gguf_models(
         LlamaCppTokenModel(s, None if names is None else names[i], n_threads=n_threads)
         for i, s in enumerate(sources)
     ]
-    texts, bos, eos = models[0].vocabulary()
-    for m in models[1:]:
-        other, other_bos, other_eos = m.vocabulary()
-        if other != texts:
-            pairs = enumerate(zip(texts, other, strict=False))
-            i = next((i for i, (a, b) in pairs if a != b), min(len(texts), len(other)))
-            raise ValueError(
-                f"models {models[0].name!r} and {m.name!r} do not share a "
-                f"vocabulary: sizes {len(texts)} and {len(other)}, first "
-                f"difference at id {i}"
-            )
-        if (other_bos, other_eos) != (bos, eos):
-            raise ValueError(
-                f"models {models[0].name!r} and {m.name!r} do not share a "
-                f"vocabulary: BOS/EOS ids {bos}/{eos} and {other_bos}/{other_eos}"
-            )
+    vocabularies = {m.name: m.vocabulary() for m in models}
+    check_gguf_vocabularies(vocabularies)
+    eos = vocabularies[models[0].name][2]
     tokenizer = gguf_tokenizer(sources[0])
     if len(tokenizer) > models[0].vocab_size:
         raise ValueError(

@@ -59,6 +59,7 @@ from ewif.bootstrap import BootstrapData
 from ewif.io import ModelSet
 from realrun.ar import ar_timer
 from realrun.timing import ARTimer, FamilyTiming, PassTiming, time_family, time_proposer
+from realrun.vocabulary import check_logit_width
 from simulate.decoder.cascade import CascadeDecoder
 from simulate.decoder.interface import Proposer, TokenModel
 from simulate.decoder.sampling import Decoding
@@ -434,12 +435,7 @@ def check_models(models: Sequence[TokenModel | Proposer]) -> list[str]:
     names = [m.name for m in models]
     if len(set(names)) != len(names):
         raise ValueError(f"model names must be distinct, got {names}")
-    vocab = {m.vocab_size for m in models}
-    if len(vocab) != 1:
-        raise ValueError(
-            "models must share one vocabulary: vocab sizes "
-            + ", ".join(f"{m.name}={m.vocab_size}" for m in models)
-        )
+    check_logit_width(models)
     return names
 
 
@@ -466,12 +462,7 @@ def measure(
     reference ``ar`` defaults to the run's, :func:`realrun.ar.ar_timer`), then
     :func:`assemble_model_set`."""
     names = check_models(models)
-    if not prompts:
-        raise ValueError("prompts must hold at least one prompt")
-    prompts = [[int(t) for t in p] for p in prompts]
-    for i, p in enumerate(prompts):
-        if not p:
-            raise ValueError(f"prompts[{i}] is empty; every prompt needs at least one token")
+    prompts = validate.prompts("prompts", prompts)
     for x in leniences:
         if validate.real("lenience", x) < 1.0:
             raise ValueError(f"leniences must be >= 1, got {x!r}")

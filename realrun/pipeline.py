@@ -208,11 +208,7 @@ def given_cascade(names: Sequence[str], K: object, lenience: float, model_set: M
             f"lenience {lenience:g} would apply at the target, the only reviewer of this K; "
             "lenience is allowed only where a drafter reviews (it would change the output)"
         )
-    if lenience not in model_set.alpha:
-        raise ValueError(
-            f"lenience {lenience:g} was not measured; the model set has "
-            f"{', '.join(f'{x:g}' for x in model_set.leniences)}"
-        )
+    model_set.checked_lenience(lenience)
     return method
 
 

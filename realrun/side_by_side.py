@@ -224,12 +224,7 @@ def run_side_by_side(
     """Run every method on every prompt (token-id lists) and compare (module docstring)."""
     decoding = Decoding() if decoding is None else decoding
     max_new_tokens = validate.count("max_new_tokens", max_new_tokens, minimum=1)
-    prompts = [[int(t) for t in p] for p in prompts]
-    if not prompts:
-        raise ValueError("prompts must hold at least one prompt")
-    for i, p in enumerate(prompts):
-        if not p:
-            raise ValueError(f"prompts[{i}] is empty; every prompt needs at least one token")
+    prompts = validate.prompts("prompts", prompts)
     methods = list(methods)
     if not methods:
         raise ValueError("methods must hold at least one method")

@@ -1,16 +1,25 @@
 """One vocabulary per cascade: the cascade passes token ids between its models.
 
-:func:`check_shared_vocabulary` compares the token->id maps and the special tokens (BOS,
-EOS, UNK) of the models' tokenizers and names the first difference;
-:func:`vocabulary_fingerprint` is a digest that is equal exactly when the check would pass
-(bigram tables carry it). Pure Python: no torch.
+Every shared-vocabulary check of the project lives here:
+
+* :func:`check_shared_vocabulary` — transformers tokenizers: the token->id maps and the
+  special tokens (BOS, EOS, UNK);
+* :func:`check_gguf_vocabularies` — llama.cpp models: the token texts by id and the BOS and
+  EOS ids, as llama.cpp reads them from the GGUF files;
+* :func:`check_logit_width` — the loaded models (any backend, Max-Gram included): one logit
+  width, the ``vocab_size`` the decoder samples over.
+
+The first two name both models and the first difference (the smallest differing id, or the
+first differing special token). :func:`vocabulary_fingerprint` is a digest that is equal
+exactly when :func:`check_shared_vocabulary` would pass (bigram tables carry it). Pure
+Python: no torch.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 _SPECIAL = ("bos_token", "eos_token", "unk_token")
@@ -18,28 +27,39 @@ _SPECIAL = ("bos_token", "eos_token", "unk_token")
 
 def check_shared_vocabulary(tokenizers: Mapping[str, Any]) -> None:
     """Raise ValueError unless all tokenizers (keyed by model name) map the same tokens to
-    the same ids and agree on BOS, EOS and UNK; the message names both models and the
-    first difference (the smallest differing id, or the first differing special token).
-    Padding is not compared: at batch size 1 nothing is padded."""
-    items = list(tokenizers.items())
-    if not items:
+    the same ids and agree on BOS, EOS and UNK. Padding is not compared: at batch size 1
+    nothing is padded."""
+    if not tokenizers:
         raise ValueError("check_shared_vocabulary needs at least one tokenizer, got none")
-    ref_name, ref = items[0]
-    ref_vocab = ref.get_vocab()
-    for other_name, other in items[1:]:
-        vocab = other.get_vocab()
-        if vocab != ref_vocab:
-            raise ValueError(
-                f"models {ref_name!r} and {other_name!r} do not share a tokenizer: "
-                f"{_first_difference(ref_vocab, vocab, ref_name, other_name)}"
-            )
-        for special in _SPECIAL:
-            a, b = getattr(ref, special, None), getattr(other, special, None)
-            if a != b:
-                raise ValueError(
-                    f"models {ref_name!r} and {other_name!r} do not share a tokenizer: "
-                    f"{special} is {a!r} in {ref_name!r} but {b!r} in {other_name!r}"
-                )
+    _check_same(
+        "tokenizer",
+        {name: tok.get_vocab() for name, tok in tokenizers.items()},
+        {name: {s: getattr(tok, s, None) for s in _SPECIAL} for name, tok in tokenizers.items()},
+        by_id=lambda vocab: {i: t for t, i in vocab.items()},
+    )
+
+
+def check_gguf_vocabularies(
+    vocabularies: Mapping[str, tuple[Sequence[bytes], int, int]],
+) -> None:
+    """Raise ValueError unless all GGUF vocabularies ``(token texts by id, BOS id, EOS id)``
+    (keyed by model name, as ``LlamaCppTokenModel.vocabulary()`` gives them) are equal."""
+    _check_same(
+        "vocabulary",
+        {name: dict(enumerate(texts)) for name, (texts, _, _) in vocabularies.items()},
+        {name: {"BOS id": bos, "EOS id": eos} for name, (_, bos, eos) in vocabularies.items()},
+        by_id=dict,
+    )
+
+
+def check_logit_width(models: Sequence[Any]) -> None:
+    """Raise ValueError unless every model (a ``TokenModel`` or ``Proposer``) has one
+    ``vocab_size``: the decoder compares their distributions position by position."""
+    if len({m.vocab_size for m in models}) > 1:
+        raise ValueError(
+            "models must share one vocabulary: vocab sizes "
+            + ", ".join(f"{m.name}={m.vocab_size}" for m in models)
+        )
 
 
 def vocabulary_fingerprint(tokenizer: Any) -> str:
@@ -52,14 +72,40 @@ def vocabulary_fingerprint(tokenizer: Any) -> str:
     return hashlib.sha256(json.dumps(payload, ensure_ascii=False).encode()).hexdigest()
 
 
-def _first_difference(a: dict[str, int], b: dict[str, int], name_a: str, name_b: str) -> str:
-    by_id_a = {i: t for t, i in a.items()}
-    by_id_b = {i: t for t, i in b.items()}
-    for token_id in sorted(set(by_id_a) | set(by_id_b)):
-        ta, tb = by_id_a.get(token_id), by_id_b.get(token_id)
+def _check_same(
+    what: str,
+    vocabularies: Mapping[str, Mapping[Any, Any]],
+    special: Mapping[str, Mapping[str, object]],
+    by_id: Callable[[Mapping[Any, Any]], Mapping[int, object]],
+) -> None:
+    """Compare every model's vocabulary (a mapping, compared whole) and special tokens with
+    the first model's; ValueError naming both models and the first difference
+    (``by_id(vocabulary)``: its tokens by id)."""
+    ref_name, ref = next(iter(vocabularies.items()))
+    for name, vocab in vocabularies.items():
+        if vocab != ref:
+            where = _first_difference(by_id(ref), by_id(vocab), ref_name, name)
+            raise ValueError(
+                f"models {ref_name!r} and {name!r} do not share a {what}: {where} "
+                f"(vocabulary sizes {len(ref)} and {len(vocab)})"
+            )
+        for key, value in special[name].items():
+            if value != special[ref_name][key]:
+                raise ValueError(
+                    f"models {ref_name!r} and {name!r} do not share a {what}: {key} is "
+                    f"{special[ref_name][key]!r} in {ref_name!r} but {value!r} in {name!r}"
+                )
+
+
+def _first_difference(
+    a: Mapping[int, object], b: Mapping[int, object], name_a: str, name_b: str
+) -> str:
+    """Where ``a`` and ``b`` (tokens by id) first differ: the smallest such id."""
+    for token_id in sorted(set(a) | set(b)):
+        ta, tb = a.get(token_id), b.get(token_id)
         if ta != tb:
             return (
-                f"id {token_id} is {ta!r} in {name_a!r} but {tb!r} in {name_b!r} "
-                f"(vocabulary sizes {len(a)} and {len(b)})"
+                f"id {token_id} is {ta!r} in {name_a!r} but {tb!r} in {name_b!r}, "
+                f"the first difference at id {token_id}"
             )
-    return f"a token maps to two ids; vocabulary sizes {len(a)} and {len(b)}"
+    return "a token maps to two ids"

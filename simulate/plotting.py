@@ -78,12 +78,7 @@ def ewif_vs_k_inputs(
             f"models must be the target then two drafters, largest first; got "
             f"{list(names)} of {list(ms.models)}"
         )
-    lenience = float(lenience)
-    if lenience not in ms.alpha:
-        raise ValueError(
-            f"lenience {lenience:g} is not in the model set; available: "
-            f"{', '.join(f'{x:g}' for x in ms.leniences)}"
-        )
+    lenience = ms.checked_lenience(lenience)
     a = ms.alpha[lenience]
     if np.isnan(a[t, d1]):
         raise ValueError(f"alpha of {ms.models[t]} reviewing {ms.models[d1]} is not in the set")

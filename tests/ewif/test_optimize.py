@@ -156,3 +156,23 @@ def test_landscape_grid_is_exact():
 def test_bad_arguments(kwargs, match):
     with pytest.raises(ValueError, match=match):
         optimize(toy_set(), **kwargs)
+
+
+def test_bound_specs_read_alike_by_the_search_and_its_size_check():
+    """One reader of bound specs (ewif.space.bound_values): a tuple is an inclusive range, a
+    list its values, for optimize and for limits.search alike."""
+    from ewif import limits
+    from ewif.space import bound_values
+
+    assert bound_values("b", (2, 4)) == (2, 3, 4)
+    assert bound_values("b", [4, 2]) == (2, 4)
+    assert bound_values("b", 3) == (3,)
+    for spec, match in [((4, 2), "lo <= hi"), ([], "at least one"), ([1, -1], ">= 0")]:
+        with pytest.raises(ValueError, match=match):
+            bound_values("b", spec)
+    ms = toy_set()
+    bounds = {(1, 1): [1, 5], (1, 2): (0, 2)}
+    r = optimize(ms, bounds=bounds, leniences=[1.0], subsets=False, method="exhaustive")
+    size = limits.search(ms.alpha, 4, bounds, [1.0], hint="")
+    assert r.n_configurations == size == 2 * 3
+    assert int(r.best.K[0, 0]) in (1, 5)
