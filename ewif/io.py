@@ -213,107 +213,123 @@ class ModelSet:
 
     @classmethod
     def from_dict(cls, data: Any, source: str = "model set") -> ModelSet:
-        if not isinstance(data, dict):
-            raise ValueError(
-                f"{source}: expected a mapping at the top level, got {type(data).__name__}"
-            )
-        schema = data.get("schema", SCHEMA)
-        if schema not in SCHEMAS:
-            raise ValueError(
-                f"{source}: schema must be one of {', '.join(map(repr, SCHEMAS))}, got {schema!r}"
-            )
-        curves = data.get("cost_curve")
-        if curves is not None and schema == "csd.models/1":
-            raise ValueError(
-                f"{source}: cost_curve needs schema 'csd.models/2' or later, got {schema!r}"
-            )
-        for key in ("catch_up", "bootstrap"):
-            if data.get(key) is not None and schema != SCHEMA:
-                raise ValueError(f"{source}: {key} needs schema {SCHEMA!r}, got {schema!r}")
-        catch_up = data.get("catch_up")
-        for key in ("models", "alpha") if curves is not None else ("models", "cost", "alpha"):
-            if key not in data:
-                raise ValueError(f"{source}: missing required key {key!r}")
+        """The model set of a parsed file (module docstring); a one-line ``ValueError``
+        starting with ``source`` for anything malformed."""
+        _check_schema(data, source)
         models = data["models"]
         if not isinstance(models, list) or not all(isinstance(m, str) for m in models):
             raise ValueError(f"{source}: models must be a list of names, got {models!r}")
-        n1 = len(models)
-        if curves is not None:
-            try:
-                table = PassCost.from_curves(curves, n_models=n1)
-            except ValueError as exc:
-                raise ValueError(f"{source}: {exc}") from None
-            curves = tuple(table.table(i) for i in range(n1))
-            if "cost" not in data:
-                data = {**data, "cost": table.m1_costs().tolist()}
-        cost = validate.costs(f"{source}: cost", data["cost"])
-        cpt = validate.costs(f"{source}: cost_per_token", data.get("cost_per_token", [0.0] * n1))
-        raw_alpha = data["alpha"]
-        if isinstance(raw_alpha, list):
-            raw_alpha = {"1": raw_alpha}
-        if not isinstance(raw_alpha, dict):
-            raise ValueError(f"{source}: alpha must be a matrix or a mapping lenience -> matrix")
-        alpha = {}
-        for key, matrix in raw_alpha.items():
-            try:
-                lenience = float(key)
-            except (TypeError, ValueError):
-                raise ValueError(f"{source}: alpha key {key!r} is not a lenience number") from None
-            alpha[lenience] = _matrix_in(f"{source}: alpha[{key}]", matrix)
-        by_pos = {}
-        raw_by_pos = data.get("alpha_by_position") or {}
-        if not isinstance(raw_by_pos, dict):
-            raise ValueError(
-                f"{source}: alpha_by_position must be a mapping 'r,j' -> list of "
-                f"probabilities, got {raw_by_pos!r}"
-            )
-        for key, curve in raw_by_pos.items():
-            try:
-                r, j = (int(s) for s in str(key).split(","))
-            except ValueError:
-                raise ValueError(
-                    f"{source}: alpha_by_position key {key!r} must be 'r,j' (two model indices)"
-                ) from None
-            by_pos[(r, j)] = validate.probabilities(f"{source}: alpha_by_position[{key}]", curve)
-        choice = None
-        if data.get("cascade") is not None:
-            c = data["cascade"]
-            if not isinstance(c, dict) or "models" not in c or "K" not in c:
-                raise ValueError(f"{source}: cascade must be a mapping with 'models' and 'K'")
-            names = c["models"]
-            if (
-                not isinstance(names, list)
-                or not names
-                or not all(isinstance(m, str) for m in names)
-            ):
-                raise ValueError(
-                    f"{source}: cascade.models must be a non-empty list of names, got {names!r}"
-                )
-            choice = CascadeChoice(
-                models=tuple(names),
-                K=validate.counts(f"{source}: cascade.K", c["K"]),
-                lenience=validate.cost(f"{source}: cascade.lenience", c.get("lenience", 1.0)),
-            )
+        curves = _curves_in(data.get("cost_curve"), len(models), source)
+        cost = data["cost"] if "cost" in data else [float(c[0]) for c in curves]
+        cpt = data.get("cost_per_token", [0.0] * len(models))
         metadata = data.get("metadata") or {}
         if not isinstance(metadata, dict):
             raise ValueError(f"{source}: metadata must be a mapping, got {metadata!r}")
+        parsed = {
+            "models": tuple(models),
+            "cost": validate.costs(f"{source}: cost", cost),
+            "cost_per_token": validate.costs(f"{source}: cost_per_token", cpt),
+            "alpha": _alpha_in(data["alpha"], source),
+            "alpha_by_position": _by_position_in(data.get("alpha_by_position") or {}, source),
+            "cascade": _choice_in(data.get("cascade"), source),
+            "metadata": dict(metadata),
+            "cost_curve": curves,
+            "catch_up": None if data.get("catch_up") is None else tuple(data["catch_up"]),
+        }
         try:
             boot = data.get("bootstrap")
             boot = None if boot is None else BootstrapData.from_dict(boot)
-            return cls(
-                models=tuple(models),
-                cost=cost,
-                cost_per_token=cpt,
-                alpha=alpha,
-                alpha_by_position=by_pos,
-                cascade=choice,
-                metadata=dict(metadata),
-                cost_curve=curves,
-                catch_up=None if catch_up is None else tuple(catch_up),
-                bootstrap=boot,
-            )
+            return cls(**parsed, bootstrap=boot)
         except ValueError as exc:
             raise ValueError(f"{source}: {exc}") from None
+
+
+def _check_schema(data: Any, source: str) -> None:
+    """A mapping of a readable schema, with the keys that schema needs."""
+    if not isinstance(data, dict):
+        raise ValueError(
+            f"{source}: expected a mapping at the top level, got {type(data).__name__}"
+        )
+    schema = data.get("schema", SCHEMA)
+    if schema not in SCHEMAS:
+        raise ValueError(
+            f"{source}: schema must be one of {', '.join(map(repr, SCHEMAS))}, got {schema!r}"
+        )
+    curves = data.get("cost_curve")
+    if curves is not None and schema == "csd.models/1":
+        raise ValueError(
+            f"{source}: cost_curve needs schema 'csd.models/2' or later, got {schema!r}"
+        )
+    for key in ("catch_up", "bootstrap"):
+        if data.get(key) is not None and schema != SCHEMA:
+            raise ValueError(f"{source}: {key} needs schema {SCHEMA!r}, got {schema!r}")
+    for key in ("models", "alpha") if curves is not None else ("models", "cost", "alpha"):
+        if key not in data:
+            raise ValueError(f"{source}: missing required key {key!r}")
+
+
+def _curves_in(curves: Any, n_models: int, source: str) -> tuple[np.ndarray, ...] | None:
+    """The file's ``cost_curve`` as checked arrays (None when it has none)."""
+    if curves is None:
+        return None
+    try:
+        table = PassCost.from_curves(curves, n_models=n_models)
+    except ValueError as exc:
+        raise ValueError(f"{source}: {exc}") from None
+    return tuple(table.table(i) for i in range(n_models))
+
+
+def _alpha_in(raw: Any, source: str) -> dict[float, np.ndarray]:
+    """The file's ``alpha``: one matrix (lenience 1) or a mapping lenience -> matrix."""
+    if isinstance(raw, list):
+        raw = {"1": raw}
+    if not isinstance(raw, dict):
+        raise ValueError(f"{source}: alpha must be a matrix or a mapping lenience -> matrix")
+    alpha = {}
+    for key, matrix in raw.items():
+        try:
+            lenience = float(key)
+        except (TypeError, ValueError):
+            raise ValueError(f"{source}: alpha key {key!r} is not a lenience number") from None
+        alpha[lenience] = _matrix_in(f"{source}: alpha[{key}]", matrix)
+    return alpha
+
+
+def _by_position_in(raw: Any, source: str) -> dict[tuple[int, int], np.ndarray]:
+    """The file's ``alpha_by_position``: ``'r,j'`` -> acceptance by draft position."""
+    if not isinstance(raw, dict):
+        raise ValueError(
+            f"{source}: alpha_by_position must be a mapping 'r,j' -> list of "
+            f"probabilities, got {raw!r}"
+        )
+    by_pos = {}
+    for key, curve in raw.items():
+        try:
+            r, j = (int(s) for s in str(key).split(","))
+        except ValueError:
+            raise ValueError(
+                f"{source}: alpha_by_position key {key!r} must be 'r,j' (two model indices)"
+            ) from None
+        by_pos[(r, j)] = validate.probabilities(f"{source}: alpha_by_position[{key}]", curve)
+    return by_pos
+
+
+def _choice_in(raw: Any, source: str) -> CascadeChoice | None:
+    """The file's ``cascade`` section (None when it has none)."""
+    if raw is None:
+        return None
+    if not isinstance(raw, dict) or "models" not in raw or "K" not in raw:
+        raise ValueError(f"{source}: cascade must be a mapping with 'models' and 'K'")
+    names = raw["models"]
+    if not isinstance(names, list) or not names or not all(isinstance(m, str) for m in names):
+        raise ValueError(
+            f"{source}: cascade.models must be a non-empty list of names, got {names!r}"
+        )
+    return CascadeChoice(
+        models=tuple(names),
+        K=validate.counts(f"{source}: cascade.K", raw["K"]),
+        lenience=validate.cost(f"{source}: cascade.lenience", raw.get("lenience", 1.0)),
+    )
 
 
 def read_data(path: str | Path, what: str) -> Any:

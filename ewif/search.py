@@ -230,6 +230,28 @@ def optimize(
             fill=fill,
             progress=progress,
         )
+    cands = _candidates(ms, candidates)
+    lens = ms.leniences if leniences is None else tuple(map(ms.checked_lenience, leniences))
+    spaces = _spaces(ms, cands, lens, bounds, subsets, fill)
+    started = time.perf_counter()
+    found, used_methods, interrupted = _search(spaces, method, top, progress)
+    table = _rank(found, top, ms)
+    if not table:
+        raise ValueError("no valid configuration in the search space (every cascade was empty)")
+    return OptimizeResult(
+        best=table[0],
+        table=table,
+        n_configurations=sum(s.size for s in spaces),
+        method="+".join(sorted(used_methods)),
+        seconds=time.perf_counter() - started,
+        interrupted=interrupted,
+        model_set=ms,
+        fill=fill,
+    )
+
+
+def _candidates(ms: ModelSet, candidates: Sequence[str] | None) -> tuple[str, ...]:
+    """The models to choose from: the target, at least one drafter, in the set's order."""
     cands = tuple(ms.models if candidates is None else candidates)
     idx = [ms.index(m) for m in cands]
     if idx[0] != 0 or len(cands) < 2 or sorted(set(idx)) != idx:
@@ -237,7 +259,19 @@ def optimize(
             f"candidates must start with the target {ms.models[0]!r}, list at least one drafter "
             f"and follow the set's order {list(ms.models)}; got {list(cands)}"
         )
-    lens = ms.leniences if leniences is None else tuple(map(ms.checked_lenience, leniences))
+    return cands
+
+
+def _spaces(
+    ms: ModelSet,
+    cands: tuple[str, ...],
+    leniences: tuple[float, ...],
+    bounds: tuple[int, int] | Mapping[Entry, BoundSpec],
+    subsets: bool | None,
+    fill: str,
+) -> list[_Space]:
+    """The spaces :func:`optimize` searches: one per model list (every ordered subset of the
+    drafters with ``subsets``, else ``cands`` itself) and lenience."""
     uniform = not isinstance(bounds, Mapping)
     if subsets is None:
         subsets = uniform
@@ -247,58 +281,52 @@ def optimize(
         allowed = bound_values("bounds", tuple(bounds))
         lo, hi = allowed[0], allowed[-1]
     drafters = cands[1:]
-    if subsets:
-        groups = [
+    groups = (
+        [
             (cands[0], *s)
             for size in range(1, len(drafters) + 1)
             for s in itertools.combinations(drafters, size)
         ]
-    else:
-        groups = [cands]
-    searches = []
+        if subsets
+        else [cands]
+    )
+    spaces = []
     for models in groups:
         n = len(models) - 1
-        if uniform:
-            spec = {(r, j): (lo, hi) for r in range(1, n + 1) for j in range(r, n + 1)}
-        else:
-            spec = dict(bounds)
-        for len_ in lens:
-            searches.append(_Space(ms, models, len_, spec, fill))
-    started = time.perf_counter()
+        spec = (
+            {(r, j): (lo, hi) for r in range(1, n + 1) for j in range(r, n + 1)}
+            if uniform
+            else dict(bounds)
+        )
+        spaces.extend(_Space(ms, models, lenience, spec, fill) for lenience in leniences)
+    return spaces
+
+
+def _search(
+    spaces: list[_Space], method: str, top: int, progress: bool
+) -> tuple[list, set[str], bool]:
+    """Search every space by ``method`` (``"auto"``: exhaustive up to
+    :data:`_EXHAUSTIVE_LIMIT` configurations or for a non-affine target, else Dinkelbach):
+    ``(candidates for _rank, the methods used, whether Ctrl-C stopped it)``."""
     found: list = []
-    total = sum(s.size for s in searches)
-    interrupted = False
-    used_methods = set()
+    used: set[str] = set()
     try:
-        iterator = searches
         if progress:
             from tqdm import tqdm
 
-            iterator = tqdm(searches, desc="csd optimize", unit="search")
-        for space in iterator:
+            spaces = tqdm(spaces, desc="csd optimize", unit="search")
+        for space in spaces:
             if space.size == 0:
                 continue
             m = method
             if m == "auto":
                 small = space.size <= _EXHAUSTIVE_LIMIT
                 m = "exhaustive" if small or space.target_affine is None else "dinkelbach"
-            used_methods.add(m)
+            used.add(m)
             found.extend(space.exhaustive(top) if m == "exhaustive" else space.dinkelbach())
     except KeyboardInterrupt:
-        interrupted = True
-    table = _rank(found, top, ms)
-    if not table:
-        raise ValueError("no valid configuration in the search space (every cascade was empty)")
-    return OptimizeResult(
-        best=table[0],
-        table=table,
-        n_configurations=total,
-        method="+".join(sorted(used_methods)),
-        seconds=time.perf_counter() - started,
-        interrupted=interrupted,
-        model_set=ms,
-        fill=fill,
-    )
+        return found, used, True
+    return found, used, False
 
 
 def best_sd(
