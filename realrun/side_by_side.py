@@ -49,7 +49,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from tqdm.auto import tqdm
@@ -191,6 +191,22 @@ def default_methods(
     return methods
 
 
+@dataclass(frozen=True)
+class PromptRun:
+    """What one method did on one prompt: its output ``tokens`` and decoding ``seconds``;
+    ``weighted_cost``, the standardized cost of its counted passes (each priced at its size
+    m), and ``counted``, those passes by size m per model; our decoder's ``stats`` and every
+    neural model's ``pass_seconds`` by size m (None and empty for transformers' ``generate``,
+    which counts nothing)."""
+
+    tokens: list[int]
+    seconds: float
+    weighted_cost: float = 0.0
+    counted: dict[str, Counter[int]] = field(default_factory=dict)
+    stats: CascadeStats | None = None
+    pass_seconds: dict[str, dict[int, list[float]]] = field(default_factory=dict)
+
+
 @dataclass
 class MethodTally:
     """Accumulated measurements of one method of a run (what :func:`divergences` reads)."""
@@ -203,8 +219,19 @@ class MethodTally:
     stats: CascadeStats | None = None
     outputs: list[list[int]] = field(default_factory=list)
 
-    def add_stats(self, stats: CascadeStats) -> None:
-        self.stats = stats if self.stats is None else self.stats + stats
+    def add(self, run: PromptRun) -> None:
+        """Add one prompt's run."""
+        self.tokens += len(run.tokens)
+        self.seconds += run.seconds
+        self.weighted_cost += run.weighted_cost
+        for model, sizes in run.counted.items():
+            self.counted.setdefault(model, Counter()).update(sizes)
+        for model, by_m in run.pass_seconds.items():
+            for size, values in by_m.items():
+                self.pass_seconds.setdefault(model, {}).setdefault(size, []).extend(values)
+        self.outputs.append(run.tokens)
+        if run.stats is not None:
+            self.stats = run.stats if self.stats is None else self.stats + run.stats
 
 
 def run_side_by_side(
@@ -226,33 +253,7 @@ def run_side_by_side(
     max_new_tokens = validate.count("max_new_tokens", max_new_tokens, minimum=1)
     prompts = validate.prompts("prompts", prompts)
     methods = list(methods)
-    if not methods:
-        raise ValueError("methods must hold at least one method")
-    for m in methods:
-        for name in m.models:
-            if name not in models:
-                raise ValueError(
-                    f"method {m.name!r} uses model {name!r}, which is not loaded; "
-                    f"loaded: {sorted(models)}"
-                )
-            if name not in model_set.models:
-                raise ValueError(
-                    f"method {m.name!r} uses model {name!r}, which the model set "
-                    f"does not describe; it has {list(model_set.models)}"
-                )
-        if m.kind in ("sd", "csd"):  # K, lenience and measured alphas, before any work
-            Cascade.from_model_set(model_set, m.models, np.array(m.K), m.lenience)
-        if m.kind.startswith("hf-") and not decoding.greedy:
-            raise ValueError(
-                f"method {m.name!r} ({m.kind}) is run greedy only; use temperature 0 or drop it"
-            )
-        if m.kind.startswith("hf-"):
-            for name in m.models:
-                if not isinstance(models[name], HFTokenModel):
-                    raise ValueError(
-                        f"method {m.name!r} needs a transformers model, but "
-                        f"{name!r} is {type(models[name]).__name__}"
-                    )
+    _check_methods(methods, models, model_set, decoding)
     tallies = {m.name: MethodTally() for m in methods}
     done = 0
     interrupted = False
@@ -268,19 +269,8 @@ def run_side_by_side(
                     m, models, model_set, prompt, max_new_tokens, eos_token_id, decoding, seed + i
                 )
                 bar.update(1)
-            for name, (tokens, seconds, cost, counted, stats, times) in partial.items():
-                t = tallies[name]
-                t.tokens += len(tokens)
-                t.seconds += seconds
-                t.weighted_cost += cost
-                for model, sizes in counted.items():
-                    t.counted.setdefault(model, Counter()).update(sizes)
-                for model, by_m in times.items():
-                    for size, values in by_m.items():
-                        t.pass_seconds.setdefault(model, {}).setdefault(size, []).extend(values)
-                t.outputs.append(tokens)
-                if stats is not None:
-                    t.add_stats(stats)
+            for name, run in partial.items():  # a prompt counts only once every method ran it
+                tallies[name].add(run)
             done += 1
     except KeyboardInterrupt:
         interrupted = True
@@ -296,6 +286,44 @@ def run_side_by_side(
         found = divergences(target, prompts[:done], tallies, ar_name(methods))
         results.metadata["divergences"] = found
     return results
+
+
+def _check_methods(
+    methods: list[Method],
+    models: Mapping[str, HFTokenModel | Proposer],
+    model_set: ModelSet,
+    decoding: Decoding,
+) -> None:
+    """Before any work: every method's models loaded and described by the model set, sd/csd
+    configurations valid (K, lenience, measured alphas), transformers' methods greedy and on
+    transformers models."""
+    if not methods:
+        raise ValueError("methods must hold at least one method")
+    for m in methods:
+        for name in m.models:
+            if name not in models:
+                raise ValueError(
+                    f"method {m.name!r} uses model {name!r}, which is not loaded; "
+                    f"loaded: {sorted(models)}"
+                )
+            if name not in model_set.models:
+                raise ValueError(
+                    f"method {m.name!r} uses model {name!r}, which the model set "
+                    f"does not describe; it has {list(model_set.models)}"
+                )
+        if m.kind in ("sd", "csd"):
+            Cascade.from_model_set(model_set, m.models, np.array(m.K), m.lenience)
+        if m.kind.startswith("hf-") and not decoding.greedy:
+            raise ValueError(
+                f"method {m.name!r} ({m.kind}) is run greedy only; use temperature 0 or drop it"
+            )
+        if m.kind.startswith("hf-"):
+            for name in m.models:
+                if not isinstance(models[name], HFTokenModel):
+                    raise ValueError(
+                        f"method {m.name!r} needs a transformers model, but "
+                        f"{name!r} is {type(models[name]).__name__}"
+                    )
 
 
 def ar_name(methods: Sequence[Method]) -> str | None:
@@ -338,16 +366,16 @@ def divergences(
 
 def _run_one(
     m: Method,
-    models,
+    models: Mapping[str, HFTokenModel | Proposer],
     model_set: ModelSet,
     prompt: list[int],
     max_new_tokens: int,
     eos: int | None,
     decoding: Decoding,
     seed: int,
-):
-    """(tokens, seconds, counted standardized cost, {model: passes by size m}, stats or
-    None, {model: {m: pass seconds}}) of one method on one prompt."""
+) -> PromptRun:
+    """One method on one prompt: transformers' ``generate`` (AR when greedy on transformers,
+    the hf- baselines) or our decoder, its passes counted and priced (:func:`_priced`)."""
     target = models[m.models[0]]
     if m.kind.startswith("hf-") or (m.kind == "autoregressive" and hf_reference(target, decoding)):
         assistant = models[m.models[1]].model if m.kind == "hf-assisted" else None
@@ -359,8 +387,23 @@ def _run_one(
             assistant_model=assistant,
             prompt_lookup_num_tokens=m.k,
         )
-        return g.tokens, g.seconds, 0.0, {}, None, {}
+        return PromptRun(g.tokens, g.seconds)
     chain = [models[name] for name in m.models]
+    run = _decode(m, chain, prompt, max_new_tokens, eos, decoding, seed)
+    return _priced(run, m, chain, model_set)
+
+
+def _decode(
+    m: Method,
+    chain: list[HFTokenModel | Proposer],
+    prompt: list[int],
+    max_new_tokens: int,
+    eos: int | None,
+    decoding: Decoding,
+    seed: int,
+) -> PromptRun:
+    """Our decoder on one prompt: the prompt prefilled outside the clock, every neural model's
+    pass times recorded by size m (the in-run cost curve); Ctrl-C is re-raised."""
     neural = [x for x in chain if isinstance(x, _COUNTED)]
     for x in neural:  # prefill outside the clock
         x.logits(prompt, 1)
@@ -368,7 +411,7 @@ def _run_one(
     decoder = CascadeDecoder(chain, np.array(m.K, dtype=np.int64), m.lenience, decoding, seed)
     pass_seconds: dict[str, dict[int, list[float]]] = {x.name: {} for x in neural}
     hooks = [x.timing_hook for x in neural]
-    for x in neural:  # every pass's wall time by its size m (the in-run cost curve)
+    for x in neural:  # every pass's wall time by its size m
         x.timing_hook = lambda fed, s, seen=pass_seconds[x.name]: seen.setdefault(fed, []).append(s)
     try:
         start = time.perf_counter()
@@ -379,6 +422,15 @@ def _run_one(
             x.timing_hook = hook
     if res.stop_reason == "interrupted":
         raise KeyboardInterrupt
+    return PromptRun(res.tokens, seconds, stats=res.stats, pass_seconds=pass_seconds)
+
+
+def _priced(
+    run: PromptRun, m: Method, chain: list[HFTokenModel | Proposer], model_set: ModelSet
+) -> PromptRun:
+    """``run`` with its counted passes by size m and their standardized cost: a neural
+    model's passes as it counted them, each priced at its size; a proposer's every proposed
+    token one generating pass (m = 1)."""
     prices = model_set.pass_cost
     cost, counted = 0.0, {}
     for i, (name, x) in enumerate(zip(m.models, chain, strict=True)):
@@ -388,10 +440,10 @@ def _run_one(
             sizes = np.array(sorted(x.pass_sizes))
             if sizes.size:
                 cost += float(np.asarray(prices.at(j, sizes)) @ [x.pass_sizes[s] for s in sizes])
-        else:  # a proposer: every proposed token is one generating pass (m = 1)
-            counted[name] = Counter({1: int(res.stats.tokens_fed[i])})
-            cost += float(res.stats.tokens_fed[i] * prices.at(j, 1))
-    return res.tokens, seconds, cost, counted, res.stats, pass_seconds
+        else:
+            counted[name] = Counter({1: int(run.stats.tokens_fed[i])})
+            cost += float(run.stats.tokens_fed[i] * prices.at(j, 1))
+    return replace(run, weighted_cost=cost, counted=counted)
 
 
 def _results(
