@@ -389,26 +389,20 @@ def _run_one(
         )
         return PromptRun(g.tokens, g.seconds)
     chain = [models[name] for name in m.models]
-    run = _decode(m, chain, prompt, max_new_tokens, eos, decoding, seed)
+    decoder = CascadeDecoder(chain, np.array(m.K, dtype=np.int64), m.lenience, decoding, seed)
+    neural = [x for x in chain if isinstance(x, _COUNTED)]
+    run = _decode(decoder, neural, prompt, max_new_tokens, eos)
     return _priced(run, m, chain, model_set)
 
 
 def _decode(
-    m: Method,
-    chain: list[HFTokenModel | Proposer],
-    prompt: list[int],
-    max_new_tokens: int,
-    eos: int | None,
-    decoding: Decoding,
-    seed: int,
+    decoder: CascadeDecoder, neural: list, prompt: list[int], max_new_tokens: int, eos: int | None
 ) -> PromptRun:
-    """Our decoder on one prompt: the prompt prefilled outside the clock, every neural model's
-    pass times recorded by size m (the in-run cost curve); Ctrl-C is re-raised."""
-    neural = [x for x in chain if isinstance(x, _COUNTED)]
+    """``decoder`` on one prompt: the prompt prefilled outside the clock, every ``neural``
+    model's pass times recorded by size m (the in-run cost curve); Ctrl-C is re-raised."""
     for x in neural:  # prefill outside the clock
         x.logits(prompt, 1)
         x.reset_counters()
-    decoder = CascadeDecoder(chain, np.array(m.K, dtype=np.int64), m.lenience, decoding, seed)
     pass_seconds: dict[str, dict[int, list[float]]] = {x.name: {} for x in neural}
     hooks = [x.timing_hook for x in neural]
     for x in neural:  # every pass's wall time by its size m
