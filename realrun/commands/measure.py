@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import Any
 
 HELP = "measure acceptance rates and pass-cost curves of real models (writes a csd.models/3 file)"
 
@@ -93,16 +94,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-o", "--output", required=True, help="model-set file to write")
 
 
-def decoding_of(args: argparse.Namespace):
-    """The :class:`~simulate.decoder.sampling.Decoding` of ``--temperature``/``--top-p``."""
+def model_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The options of :func:`add_model_arguments` as ``measure_numerics`` and
+    ``run_pipeline`` take them: the family (``mag``, ``bigram``, ``backend``), its numerics
+    (``device``, ``dtype``, ``threads``), the decoding (``--temperature``/``--top-p``),
+    ``max_new_tokens``, ``k_max`` and ``progress`` (``--progress``/``--no-progress``, else
+    bars only when stderr is a terminal)."""
     from simulate.decoder.sampling import Decoding
 
-    return Decoding(args.temperature, args.top_p)
-
-
-def progress_of(args: argparse.Namespace) -> bool:
-    """``--progress``/``--no-progress``, else bars only when stderr is a terminal."""
-    return sys.stderr.isatty() if args.progress is None else args.progress
+    names = ("mag", "bigram", "backend", "device", "dtype", "threads", "max_new_tokens", "k_max")
+    return {name: getattr(args, name) for name in names} | {
+        "decoding": Decoding(args.temperature, args.top_p),
+        "progress": sys.stderr.isatty() if args.progress is None else args.progress,
+    }
 
 
 def run(args: argparse.Namespace) -> int:
@@ -118,20 +122,11 @@ def run(args: argparse.Namespace) -> int:
     measured = measure_numerics(
         args.models,
         measuring,
-        mag=args.mag,
-        bigram=args.bigram,
-        device=args.device,
-        dtype=args.dtype,
-        threads=args.threads,
-        max_new_tokens=args.max_new_tokens,
         leniences=args.leniences,
-        decoding=decoding_of(args),
-        k_max=args.k_max,
         max_m=args.max_m,
         repeats=args.repeats,
         warmup=args.warmup,
-        backend=args.backend,
-        progress=progress_of(args),
+        **model_options(args),
     )
     model_io.save(measured.model_set, args.output)
     if args.json:

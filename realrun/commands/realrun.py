@@ -23,7 +23,7 @@ import json
 from pathlib import Path
 
 from ewif import cli
-from realrun.commands.measure import add_model_arguments, decoding_of, progress_of
+from realrun.commands.measure import add_model_arguments, model_options
 
 HELP = "run the recommended (or a given) cascade and the baselines on real models"
 
@@ -73,23 +73,14 @@ def run(args: argparse.Namespace) -> int:
     K = None if args.K is None else validate.json_matrix("--K", args.K)
     results = run_pipeline(
         args.models,
-        mag=args.mag,
-        bigram=args.bigram,
         prompts=args.prompts,
         measure_prompts=args.measure_prompts,
         limit=args.limit,
-        max_new_tokens=args.max_new_tokens,
-        decoding=decoding_of(args),
-        device=args.device,
-        dtype=args.dtype,
-        threads=args.threads,
-        k_max=args.k_max,
         model_set=model_io.load(args.model_set) if args.model_set else None,
         K=K,
         lenience=args.lenience,
         baselines=not args.no_baselines,
-        backend=args.backend,
-        progress=progress_of(args),
+        **model_options(args),
     )
     if args.output:
         results_io.save(results, args.output)
