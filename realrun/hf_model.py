@@ -22,19 +22,17 @@ which synchronises a GPU).
 from __future__ import annotations
 
 import inspect
-import time
-from collections.abc import Sequence
 
 import numpy as np
 import torch
 from transformers import DynamicCache, PreTrainedModel
 
-from ewif import validate
-from realrun.counters import PassCounters, TimingHook
+from realrun.cached_model import CachedTokenModel
+from realrun.counters import TimingHook
 from simulate.decoder.interface import common_prefix
 
 
-class HFTokenModel(PassCounters):
+class HFTokenModel(CachedTokenModel):
     """``TokenModel`` over a transformers causal LM (batch size 1, one KV cache)."""
 
     def __init__(
@@ -47,7 +45,7 @@ class HFTokenModel(PassCounters):
         self.model = model
         self.name = name
         self.vocab_size = int(model.get_output_embeddings().weight.shape[0])
-        PassCounters.__init__(self, timing_hook)
+        CachedTokenModel.__init__(self, timing_hook)
         params = inspect.signature(model.forward).parameters
         self._cache_kw = "cache" if "cache" in params else "past_key_values"
         self._keep_kw = next(
@@ -55,23 +53,8 @@ class HFTokenModel(PassCounters):
         )
         self._device = model.get_output_embeddings().weight.device
         self._cache: DynamicCache | None = None
-        self._cached: list[int] = []
 
-    def logits(self, tokens: Sequence[int], n: int) -> np.ndarray:
-        """Float32 array ``(n, vocab_size)``: scores after each of the last ``n`` prefixes."""
-        ids = [int(t) for t in tokens]
-        n = validate.count("n", n, minimum=1)
-        if n > len(ids):
-            raise ValueError(f"n must be in [1, len(tokens)={len(ids)}], got {n}")
-        bad = [t for t in ids if not 0 <= t < self.vocab_size]
-        if bad:
-            raise ValueError(
-                f"tokens must be ids in [0, {self.vocab_size - 1}] for model {self.name!r}, "
-                f"got {bad[0]}"
-            )
-        keep = self._rollback(ids, len(ids) - n)
-        fed = ids[keep:]
-        start = time.perf_counter()
+    def _forward(self, fed: list[int], start: int, n: int) -> np.ndarray:
         with torch.inference_mode():
             kwargs = {self._cache_kw: self._cache, "use_cache": True}
             if self._keep_kw is not None:
@@ -79,21 +62,10 @@ class HFTokenModel(PassCounters):
             out = self.model(
                 input_ids=torch.tensor([fed], dtype=torch.long, device=self._device), **kwargs
             )
-            scores = out.logits[0, -n:, :].float().cpu().numpy()
-        seconds = time.perf_counter() - start
-        self._cached = ids
-        self._record(len(fed), seconds)
-        return scores
+            return out.logits[0, -n:, :].float().cpu().numpy()
 
-    @property
-    def cached_length(self) -> int:
-        """Number of positions whose keys/values are in the cache."""
-        return len(self._cached)
-
-    def reset(self) -> None:
-        """Drop the KV cache (the next call starts from scratch)."""
+    def _drop_cache(self) -> None:
         self._cache = None
-        self._cached = []
 
     def _rollback(self, ids: list[int], limit: int) -> int:
         """Keep the cache of the longest common prefix (at most ``limit``); return its length."""

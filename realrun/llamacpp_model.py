@@ -34,14 +34,14 @@ from __future__ import annotations
 
 import ctypes
 import os
-import time
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
 from ewif import validate
-from realrun.counters import PassCounters, TimingHook
+from realrun.cached_model import CachedTokenModel
+from realrun.counters import TimingHook
 from realrun.vocabulary import check_gguf_vocabularies
 from simulate.decoder.interface import common_prefix
 
@@ -73,7 +73,7 @@ def _lib():
     return _state["lib"]
 
 
-class LlamaCppTokenModel(PassCounters):
+class LlamaCppTokenModel(CachedTokenModel):
     """``TokenModel`` over a llama.cpp model loaded from a GGUF file (batch size 1).
 
     ``n_ctx``: positions the KV cache holds (longest ``tokens``); ``max_outputs``: the most
@@ -146,8 +146,7 @@ class LlamaCppTokenModel(PassCounters):
         self._memory = lib.llama_get_memory(ctx)
         self._batch = lib.llama_batch_init(self.n_ctx, 0, 1)
         self.n_threads, self.n_threads_batch = threads, batch_threads
-        PassCounters.__init__(self, timing_hook)
-        self._cached: list[int] = []
+        CachedTokenModel.__init__(self, timing_hook)
 
     @property
     def file_type(self) -> str:
@@ -173,12 +172,7 @@ class LlamaCppTokenModel(PassCounters):
         self._lib.llama_set_n_threads(self._ctx, threads, batch)
         self.n_threads, self.n_threads_batch = threads, batch
 
-    def logits(self, tokens: Sequence[int], n: int) -> np.ndarray:
-        """Float32 array ``(n, vocab_size)``: scores after each of the last ``n`` prefixes."""
-        ids = [int(t) for t in tokens]
-        n = validate.count("n", n, minimum=1)
-        if n > len(ids):
-            raise ValueError(f"n must be in [1, len(tokens)={len(ids)}], got {n}")
+    def _check_request(self, ids: list[int], n: int) -> None:
         if n > self.max_outputs:
             raise ValueError(
                 f"n must be at most max_outputs={self.max_outputs} for model {self.name!r}, got {n}"
@@ -188,34 +182,16 @@ class LlamaCppTokenModel(PassCounters):
                 f"tokens must hold at most n_ctx={self.n_ctx} ids for model "
                 f"{self.name!r}, got {len(ids)}"
             )
-        bad = [t for t in ids if not 0 <= t < self.vocab_size]
-        if bad:
-            raise ValueError(
-                f"tokens must be ids in [0, {self.vocab_size - 1}] for model {self.name!r}, "
-                f"got {bad[0]}"
-            )
-        keep = self._rollback(ids, len(ids) - n)
-        fed = ids[keep:]
-        start = time.perf_counter()
-        self._decode(fed, keep, n)
+
+    def _forward(self, fed: list[int], start: int, n: int) -> np.ndarray:
+        self._decode(fed, start, n)
         rows = np.ctypeslib.as_array(
             self._lib.llama_get_logits(self._ctx), shape=(n, self.vocab_size)
         )
-        scores = np.array(rows, dtype=np.float32)
-        seconds = time.perf_counter() - start
-        self._cached = ids
-        self._record(len(fed), seconds)
-        return scores
+        return np.array(rows, dtype=np.float32)
 
-    @property
-    def cached_length(self) -> int:
-        """Number of positions whose keys/values are in the cache."""
-        return len(self._cached)
-
-    def reset(self) -> None:
-        """Drop the KV cache (the next call starts from scratch)."""
+    def _drop_cache(self) -> None:
         self._lib.llama_memory_clear(self._memory, True)
-        self._cached = []
 
     def close(self) -> None:
         """Free the batch, the context and the model (the object is unusable after)."""
