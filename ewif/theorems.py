@@ -26,6 +26,11 @@ from ewif import validate
 from ewif._numerics import geometric_sum
 from ewif.pgf import Pgf
 
+#: A real scalar, or an array of them; the functions broadcast their arguments together.
+Reals = float | np.ndarray
+#: A whole-number scalar (a count, a budget), or an array of them.
+Counts = int | np.ndarray
+
 _MAX_K = 2**53
 _EXACT_K = 2048  # best_k decides h(k) > 0 in rationals up to here
 
@@ -79,9 +84,7 @@ def review(alpha: float, pgf: Pgf) -> Pgf:
     return Pgf(out)
 
 
-def sd_ewif(
-    alpha: float | np.ndarray, k: int | np.ndarray, c: float | np.ndarray
-) -> float | np.ndarray:
+def sd_ewif(alpha: Reals, k: Counts, c: Reals) -> Reals:
     """Corollary 4.2: EWIF of speculative decoding, ``(1 − α^(k+1)) / ((1 − α)(1 + k c))``.
 
     ``T_α(x^k)`` tokens per step over ``1 + k c`` target-time units per step. Broadcasts
@@ -167,14 +170,7 @@ def _rising(alpha: float, c: float, k: int) -> bool:
         iv.prec = saved
 
 
-def vertical_ewif(
-    alpha: float | np.ndarray,
-    alpha2: float | np.ndarray,
-    k: int | np.ndarray,
-    n: int | np.ndarray,
-    c1: float | np.ndarray,
-    c2: float | np.ndarray,
-) -> float | np.ndarray:
+def vertical_ewif(alpha: Reals, alpha2: Reals, k: Counts, n: Counts, c1: Reals, c2: Reals) -> Reals:
     """Theorem 4.3 (corrected): EWIF of the two-level vertical cascade
     ``(1 − α φ(α)^n) / ((1 − α)(1 + n c1 + n k c2))`` with ``φ = φ_{α2,k}``.
 
@@ -192,24 +188,14 @@ def vertical_ewif(
     ``S1 = Σ_{i=1}^{k} (α α2)^i = (α − φ(α))/(1 − α)`` and ``r = φ(α)/α`` with
     ``1 − r = (1 − α) α2 G(α α2, k−1)``. Broadcasts over all six arguments.
     """
-    a = validate.probabilities("alpha", alpha)
-    a2 = validate.probabilities("alpha2", alpha2)
-    kk = validate.counts("k", k)
-    nn = validate.counts("n", n)
-    cc1 = validate.costs("c1", c1)
+    a, a2, kk, nn, cc1 = _vertical_arguments(alpha, alpha2, k, n, c1)
     cc2 = validate.costs("c2", c2)
     _broadcast(alpha=a, alpha2=a2, k=kk, n=nn, c1=cc1, c2=cc2)
     tokens = geometric_sum(1.0 - a, nn) + _vertical_excess(a, a2, kk, nn)
     return _scalar(tokens / (1.0 + nn * cc1 + nn * kk * cc2))
 
 
-def vertical_c2_threshold(
-    alpha: float | np.ndarray,
-    alpha2: float | np.ndarray,
-    k: int | np.ndarray,
-    n: int | np.ndarray,
-    c1: float | np.ndarray,
-) -> float | np.ndarray:
+def vertical_c2_threshold(alpha: Reals, alpha2: Reals, k: Counts, n: Counts, c1: Reals) -> Reals:
     """Corollary 4.4, exact: the bottom-model cost ``c2*`` at which the vertical cascade
     ties with speculative decoding by d1 alone with draft length n.
 
@@ -224,14 +210,23 @@ def vertical_c2_threshold(
     (α = 1 included, via the limit); with ``α = 0`` or ``α2 = 0`` the cascade never wins.
     For ``c2 > c2*`` the paper's "vertical cascade almost always improves EWIF" fails.
     """
-    a = validate.probabilities("alpha", alpha)
-    a2 = validate.probabilities("alpha2", alpha2)
-    kk = validate.counts("k", k, minimum=1)
-    nn = validate.counts("n", n, minimum=1)
-    cc1 = validate.costs("c1", c1)
+    a, a2, kk, nn, cc1 = _vertical_arguments(alpha, alpha2, k, n, c1, minimum=1)
     _broadcast(alpha=a, alpha2=a2, k=kk, n=nn, c1=cc1)
     excess = _vertical_excess(a, a2, kk, nn)
     return _scalar((1.0 + nn * cc1) * excess / (nn * kk * geometric_sum(1.0 - a, nn)))
+
+
+def _vertical_arguments(
+    alpha: Reals, alpha2: Reals, k: Counts, n: Counts, c1: Reals, minimum: int = 0
+) -> tuple[np.ndarray, ...]:
+    """Theorem 4.3's ``α, α2, k, n, c1`` as checked arrays (``k, n >= minimum``)."""
+    return (
+        validate.probabilities("alpha", alpha),
+        validate.probabilities("alpha2", alpha2),
+        validate.counts("k", k, minimum=minimum),
+        validate.counts("n", n, minimum=minimum),
+        validate.costs("c1", c1),
+    )
 
 
 def _vertical_excess(a: np.ndarray, a2: np.ndarray, k: np.ndarray, n: np.ndarray) -> np.ndarray:
@@ -257,5 +252,5 @@ def _broadcast(**named: np.ndarray) -> None:
         raise ValueError(f"{', '.join(named)} must broadcast together, got {shown}") from None
 
 
-def _scalar(x: np.ndarray) -> float | np.ndarray:
+def _scalar(x: np.ndarray) -> Reals:
     return float(x) if np.ndim(x) == 0 else x

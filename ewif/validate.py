@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import math
 import numbers
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -26,14 +26,7 @@ def probability(name: str, value: object) -> float:
 
 def probabilities(name: str, value: object) -> np.ndarray:
     """An array (any shape, scalars included) of values in [0, 1]."""
-    if np.ndim(value) == 0:
-        return np.asarray(probability(name, _item(value)))
-    arr = real_array(name, value)
-    if arr.size and not (arr.min() >= 0.0 and arr.max() <= 1.0):  # NaN fails both
-        bad = ~((arr >= 0.0) & (arr <= 1.0))
-        first = shown(arr[bad].flat[0])
-        raise ValueError(f"{name} must hold finite numbers in [0, 1], got {first}")
-    return arr
+    return _array_of(name, value, probability, lambda a: (a >= 0.0) & (a <= 1.0), "in [0, 1]")
 
 
 def cost(name: str, value: object) -> float:
@@ -46,12 +39,26 @@ def cost(name: str, value: object) -> float:
 
 def costs(name: str, value: object) -> np.ndarray:
     """An array (any shape, scalars included) of finite values >= 0."""
+    return _array_of(name, value, cost, lambda a: a >= 0.0, ">= 0")
+
+
+def _array_of(
+    name: str,
+    value: object,
+    scalar: Callable[[str, object], float],
+    ok: Callable[[np.ndarray], np.ndarray],
+    allowed: str,
+) -> np.ndarray:
+    """A scalar checked by ``scalar`` (as a 0-d array), or an array of finite numbers all
+    ``ok``; the message names the first value that is not (``allowed`` says what is)."""
     if np.ndim(value) == 0:
-        return np.asarray(cost(name, _item(value)))
+        return np.asarray(scalar(name, _item(value)))
     arr = real_array(name, value)
-    if arr.size and not (arr.min() >= 0.0 and np.isfinite(arr.max())):
-        bad = ~((arr >= 0.0) & np.isfinite(arr))
-        raise ValueError(f"{name} must hold finite numbers >= 0, got {shown(arr[bad].flat[0])}")
+    bad = ~ok(arr)
+    if bad.any():
+        raise ValueError(
+            f"{name} must hold finite numbers {allowed}, got {shown(arr[bad].flat[0])}"
+        )
     return arr
 
 

@@ -17,6 +17,7 @@ tests all of them at once with a Bonferroni correction: each ``|z|`` within
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,13 +39,8 @@ class Row:
     z: float
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "quantity": self.quantity,
-            "simulated": self.simulated,
-            "exact": self.exact,
-            "se": self.se,
-            "z": self.z,
-        }
+        """The fields by name."""
+        return dataclasses.asdict(self)
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ All intervals are two-sided at the stated ``level`` with the normal quantile
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -47,13 +48,8 @@ class Estimate:
         return z_score(self.value, exact, self.se)
 
     def to_dict(self) -> dict[str, float]:
-        return {
-            "value": self.value,
-            "se": self.se,
-            "low": self.low,
-            "high": self.high,
-            "level": self.level,
-        }
+        """The fields by name."""
+        return dataclasses.asdict(self)
 
 
 @dataclass(frozen=True)

@@ -166,17 +166,11 @@ def draw_calibration(
             linewidth=1.0,
             label=f"{p.name} (measured, no prediction)",
         )
-    ax.plot(
-        [p.predicted for p in paired],
-        [p.measured for p in paired],
-        label="measured (wall-clock)",
-        **_no_caps(0),
-    )
+    ax.plot(*_against_predicted(paired, "measured"), label="measured (wall-clock)", **_no_caps(0))
     with_interval = [p for p in paired if p.interval is not None]
     if with_interval:
         ax.errorbar(
-            [p.predicted for p in with_interval],
-            [p.measured for p in with_interval],
+            *_against_predicted(with_interval, "measured"),
             xerr=[
                 [p.predicted - p.interval[0] for p in with_interval],
                 [p.interval[1] - p.predicted for p in with_interval],
@@ -190,8 +184,7 @@ def draw_calibration(
     with_swi = [p for p in paired if p.swi is not None]
     if with_swi:
         ax.plot(
-            [p.predicted for p in with_swi],
-            [p.swi for p in with_swi],
+            *_against_predicted(with_swi, "swi"),
             label="SWI (counted passes priced at their size m)",
             **_no_caps(1),
         )
@@ -230,6 +223,13 @@ def _as_results(results: _results.Results | str | os.PathLike[str]) -> _results.
         f"results must be an ewif.results.Results or a path to a csd.results/1 file, "
         f"got {type(results).__name__}"
     )
+
+
+def _against_predicted(
+    points: list[CalibrationPoint], attribute: str
+) -> tuple[list[float], list[float]]:
+    """``(x, y)`` of ``points``: each one's predicted speed-up, and its ``attribute``."""
+    return [p.predicted for p in points], [getattr(p, attribute) for p in points]
 
 
 def _no_caps(i: int) -> dict[str, Any]:
