@@ -61,6 +61,7 @@ class Recommendation:
 
     @property
     def ewif(self) -> float:
+        """The best configuration's exact EWIF (``<= 1``: autoregressive decoding wins)."""
         return float(self.result.best.ewif)
 
     @property

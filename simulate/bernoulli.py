@@ -438,10 +438,12 @@ class SimulationResult:
 
     @property
     def trials(self) -> int:
+        """Target steps simulated."""
         return self.tally.trials
 
     @property
     def steps_per_second(self) -> float:
+        """Simulated target steps per wall-clock second (inf for a run too fast to time)."""
         return self.trials / self.seconds if self.seconds > 0 else float("inf")
 
     def ewif(self, level: float = 0.999) -> Estimate:
