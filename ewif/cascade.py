@@ -6,8 +6,8 @@ evaluates every configuration of Algorithm 1 exactly: the full distribution of t
 one target step yields (its PGF, by dynamic programming over stopped sums — no sampling, no
 truncation), and the expected cost of that step (Wald's identity).
 
-Semantics (the contract shared with ``simulate`` and ``realrun``)
------------------------------------------------------------------
+Semantics (the contract shared with ``simulate`` and ``realrun``, stated only here)
+----------------------------------------------------------------------------------
 * Models ``0..n``, largest first: 0 is the target, ``n`` is usually Max-Gram (MaG).
   A forward pass of model ``i`` that processes ``m`` token positions costs ``c_i(m)``
   (:mod:`ewif.pass_cost`), relative to the target's generating pass (``c_0(1) = 1``),
@@ -34,9 +34,9 @@ Semantics (the contract shared with ``simulate`` and ``realrun``)
   Otherwise the block is filled by repeated review calls of ``j`` (each yields accepted+1
   tokens):
 
-  - ``fill="tokens"`` (our reading of the paper's Algorithm 1, whose pseudo-code leaves it
-    open — docs/findings.md, "Algorithm 1's budgets"; the default): calls are repeated
-    until the block holds **at least** ``k_(r+1)j`` tokens;
+  - ``fill="tokens"`` (our reading of the paper's Algorithm 1, which leaves it open —
+    docs/findings.md, "Algorithm 1's budgets"; the default): calls are repeated until the
+    block holds **at least** ``k_(r+1)j`` tokens;
   - ``fill="rounds"``: exactly ``k_(r+1)j`` review calls — with this reading Theorem 4.3's
     ``n`` fixed rounds is the exact special case ``K = [[n, 0], [0, k]]``.
 

@@ -4,29 +4,19 @@ The independent witness for :class:`ewif.Cascade`: it reads only the configurati
 (``.alpha .cost .cost_per_token .cost_curve .K .n .fill``) and *plays* the algorithm — it
 shares no formula with ``ewif`` (it prices each pass from the cost table itself).
 
-Semantics (the contract stated in :mod:`ewif.cascade`, restated because the simulator enacts it):
+Semantics: Algorithm 1 as stated once, in the docstring of :mod:`ewif.cascade` (models
+``0..n``, K, review calls block by block, leaves, ``fill``, pass costs ``c_i(m)``, EWIF).
+What this module adds to that contract:
 
-* Models ``0..n``, largest first; 0 is the target. ``K`` is ``n×n`` upper-triangular,
-  1-based in the paper: ``k_rj`` is the budget of drafter ``j`` when model ``r−1``
-  reviews. In 0-based numpy terms, when model ``r`` reviews, drafter ``j > r`` gets the
-  budget ``K[r, j−1]``.
-* A review call by ``r`` builds its draft block by block, ``j = r+1..n`` in order
-  (blocks with budget 0 are skipped). A *leaf* drafter (``j = n`` or ``K[j]`` all zero)
-  writes its block directly: ``k`` passes, one token each. Otherwise the block is filled
-  by review calls of ``j`` — ``fill="tokens"``: repeated calls until the block holds
-  ``≥ k`` tokens; ``fill="rounds"``: exactly ``k`` calls.
-* ``r`` then runs one pass over the whole draft of length ``D``; each token of ``j``'s
-  block is accepted independently with probability ``alpha[r, j]``; the first rejection
-  ends the review, and the call yields ``accepted + 1`` tokens (the bonus/resampled one).
-* A pass of model ``i`` processing ``m`` token positions costs
-  ``cost[i] + cost_per_token[i]·m``, or, when the cascade has measured curves,
-  ``cost_curve[i][m − 1]`` — beyond the last measured ``m`` the curve goes on along the
-  line through its last two points, or stays flat at its last value if that line
-  falls (a one-point curve is flat). A review pass over a draft of ``D`` tokens has
-  ``m = D + 1`` (the draft and the bonus position), a leaf generation pass ``m = 1``.
-* EWIF = E[tokens per target step] / E[cost per target step] × ``(cost[0] +
-  cost_per_token[0])`` (renewal–reward, in units of one autoregressive target token),
-  estimated by the ratio of sums with a **delta-method** interval (steps are i.i.d.;
+* In 0-based numpy terms, when model ``r`` reviews, drafter ``j > r`` gets the budget
+  ``K[r, j−1]``; each token of ``j``'s block is accepted independently with probability
+  ``alpha[r, j]``.
+* Every pass is priced from the configuration's own cost table — ``cost[i] +
+  cost_per_token[i]·m``, or the measured curve ``cost_curve[i][m − 1]`` extended by the
+  rule of :mod:`ewif.cascade` — with ``m = D + 1`` for a review of ``D`` tokens and
+  ``m = 1`` for a leaf's generating pass.
+* EWIF is estimated by the ratio of sums over target steps, × the cost of one
+  autoregressive target token, with a **delta-method** interval (steps are i.i.d.;
   :func:`simulate.stats.ratio_estimate`).
 
 Vectorisation: ``batch_size`` independent target steps run at once; the recursion is

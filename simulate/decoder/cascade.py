@@ -1,29 +1,20 @@
 """Algorithm 1 (Cascade Speculative Drafting) at token level, with K, and its statistics.
 
-Models ``0..n``, largest first: ``0`` is the target, ``1..n`` the drafters (a
-:class:`~simulate.decoder.interface.Proposer` may only be a leaf). ``K`` is the ``n × n``
-upper-triangular budget matrix, 1-based as in the paper's Table 5:
-``k_rj`` (``K[r-1][j-1]``) is the token budget of drafter ``j`` when model ``r − 1``
-reviews.
+The algorithm is the one stated once, in the docstring of :mod:`ewif.cascade` (models
+``0..n`` largest first, the ``n × n`` budget matrix K with ``k_rj = K[r-1][j-1]``, review
+calls that build their draft block by block, leaves, ``fill="tokens"``: a nested block is
+filled until it holds **at least** ``k`` tokens). This module plays it on real tokens:
 
-A **review call by model r** on a sequence builds its draft block by block,
-``j = r+1..n`` in order (budget ``k = K[r][j-1]``, blocks with ``k = 0`` are skipped):
-
-* if ``j`` is a *leaf* (``j = n``, or ``j``'s own K row is all zero) it generates ``k``
-  tokens directly — one pass per token for a TokenModel, one ``propose`` call for a
-  Proposer;
-* otherwise the block is filled by repeated review calls of ``j`` (each yields
-  ``accepted + 1`` tokens) until it holds **at least** ``k`` tokens (the reading of
-  Algorithm 1 stated in :mod:`ewif.cascade`, ``fill="tokens"``).
-
-Then ``r`` runs one pass over the whole draft and reviews it (:mod:`.verify`): the first
-rejection ends the review, which yields ``accepted + 1`` tokens. Lenience ``l`` applies to
-every review whose reviewer is a drafter (``r >= 1``), never at the target — unless
-``lenient_target=True``, a deliberately *lossy* mode that exists only so tests can show
-the losslessness check detects it. Each token handed upward carries its exact law
-(:mod:`.verify`, (★)), so the target's review reproduces the target's distribution
-exactly. Greedy decoding (``Decoding(temperature=0)``) reproduces the target's greedy
-output token for token.
+* a leaf generates its ``k`` tokens one pass per token for a TokenModel, one ``propose``
+  call for a :class:`~simulate.decoder.interface.Proposer` (which may only be a leaf);
+* a reviewer runs one pass over the whole draft and reviews it (:mod:`.verify`): the first
+  rejection ends the review, which yields ``accepted + 1`` tokens. Lenience ``l`` applies
+  to every review whose reviewer is a drafter (``r >= 1``), never at the target — unless
+  ``lenient_target=True``, a deliberately *lossy* mode that exists only so tests can show
+  the losslessness check detects it. Each token handed upward carries its exact law
+  (:mod:`.verify`, (★)), so the target's review reproduces the target's distribution
+  exactly. Greedy decoding (``Decoding(temperature=0)``) reproduces the target's greedy
+  output token for token.
 
 Special cases: ``models=[target]``, ``K`` of shape ``(0, 0)`` is autoregressive decoding
 (each target review has an empty draft and yields its bonus token);
