@@ -22,9 +22,11 @@ these run from scratch and the separately timed prefill pass of the target over
 
 from __future__ import annotations
 
+import contextlib
 import inspect
+import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -107,7 +109,7 @@ def hf_generate(
         cache = None  # see the module docstring: generate from scratch, subtract the prefill
     input_ids = torch.tensor([ids], device=device)
     start = time.perf_counter()
-    with torch.inference_mode():
+    with torch.inference_mode(), _assistant_call_quiet():
         out = model.generate(
             input_ids,
             attention_mask=torch.ones_like(input_ids),
@@ -121,6 +123,28 @@ def hf_generate(
     if eos_token_id is not None and eos_token_id in tokens:
         tokens = tokens[: tokens.index(eos_token_id) + 1]
     return HFGeneration(tokens, max(seconds, 0.0), prefill)
+
+
+class _AssistantCallFilter(logging.Filter):
+    """Drops one warning that transformers' assisted generation gives about itself: its own
+    candidate generator calls the assistant's ``generate`` with ``generation_config`` and
+    ``min_new_tokens``/``max_new_tokens`` together, which ``generate`` then reports as
+    deprecated (nothing a caller of ``generate`` can change)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "together with generation-related arguments" not in record.getMessage()
+
+
+@contextlib.contextmanager
+def _assistant_call_quiet() -> Iterator[None]:
+    """:class:`_AssistantCallFilter` on transformers' generation logger while in the block."""
+    logger = logging.getLogger("transformers.generation.utils")
+    quiet = _AssistantCallFilter()
+    logger.addFilter(quiet)
+    try:
+        yield
+    finally:
+        logger.removeFilter(quiet)
 
 
 def _cache_kw(model: PreTrainedModel) -> str:

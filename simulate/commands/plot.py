@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from dataclasses import replace
 
 HELP = "write a figure: decay, ewif-vs-k, landscape or calibration (PNG/SVG/PDF by suffix)"
@@ -165,7 +166,7 @@ def run(args: argparse.Namespace) -> int:
                     trials=args.trials,
                     seed=args.seed,
                     level=args.level,
-                    progress=not args.json,
+                    progress=sys.stderr.isatty() and not args.json,
                 )
                 data = replace(data, simulated=simulated)
             path = decay.draw_decay(data, args.output, title=args.title)

@@ -1,11 +1,16 @@
 """What a first user meets on the command line: --version, command descriptions in --help,
-defaults in every flag's help, and one line (not a traceback) when an extra is missing."""
+defaults in every flag's help, one line (not a traceback) when an extra is missing, Ctrl-C,
+and normal output free of library warnings and progress bars off a terminal."""
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
+import time
 from importlib.metadata import version
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -115,3 +120,58 @@ def test_numpy_reprs_never_reach_a_message(call, shown):
     with pytest.raises(ValueError) as info:
         call(validate)
     assert str(info.value).endswith(shown) and "np." not in str(info.value)
+
+
+def test_a_new_user_meets_version_commands_and_defaults():
+    """The same, as a first user meets them: each in a fresh interpreter."""
+    done = csd("--version")
+    assert done.returncode == 0 and done.stdout.strip() == f"csd {version(cli.DISTRIBUTION)}"
+    listed = csd("--help").stdout.splitlines()
+    for name in cli._commands():
+        assert any(line.split()[:1] == [name] and len(line.split()) > 2 for line in listed), name
+    usage = " ".join(csd("measure", "--help").stdout.split())
+    for flag, default in [("--max-new-tokens", "32"), ("--k-max", "12"), ("--limit", "4")]:
+        assert f"(default: {default})" in usage.split(flag, 2)[-1].split(" --")[0], flag
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["recommend"],
+        ["simulate", "--trials", "20000", "--plot", "s.png"],
+        ["plot", "decay", "--trials", "2000", "-o", "d.png"],
+        ["plot", "ewif-vs-k", "-o", "e.png"],
+    ],
+    ids=lambda c: " ".join(c[:2]),
+)
+def test_normal_output_has_no_warning_and_no_bar_off_a_terminal(command, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    done = csd(*command)
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a running process (Linux ``/proc``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+def test_ctrl_c_in_a_fresh_interpreter_prints_the_partial_result_and_exits_130():
+    code = "import sys\nfrom ewif.cli import main\nraise SystemExit(main(sys.argv[1:]))\n"
+    child = subprocess.Popen(
+        [sys.executable, "-c", code, "simulate", "--trials", "1000000000"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while _cpu_seconds(child.pid) < 3.0 and time.monotonic() < deadline:
+            time.sleep(0.1)  # imports done, the simulation running: Ctrl-C now
+        child.send_signal(signal.SIGINT)
+        out, err = child.communicate(timeout=120)
+    finally:
+        child.kill()
+    assert child.returncode == 130, err
+    assert "INTERRUPTED" in out and "Traceback" not in err

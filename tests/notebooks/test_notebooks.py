@@ -7,7 +7,13 @@ committed). All three together must stay well under 3 minutes on the CI machine.
 from __future__ import annotations
 
 import base64
+import contextlib
 import io
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import nbformat
@@ -37,13 +43,34 @@ def test_notebook_is_stored_without_outputs(path):
 
 
 def _execute(nb, path: Path) -> list:
-    """Run ``nb`` in a fresh kernel; its code-cell outputs (no error output allowed)."""
+    """Run ``nb`` in a fresh kernel; its code-cell outputs (no error output allowed). The
+    kernel gets a temporary folder of its own, which must be empty once it has stopped (a
+    notebook leaves nothing behind; torch's per-user cache folder excepted)."""
     client = NotebookClient(nb, timeout=CELL_TIMEOUT_S, kernel_name="python3",
                             resources={"metadata": {"path": str(path.parent)}})
-    client.execute()  # raises CellExecutionError on the first failing cell
+    with tempfile.TemporaryDirectory() as folder, _environment(TMPDIR=folder):
+        client.execute()  # raises CellExecutionError on the first failing cell
+        left = sorted(p.name for p in Path(folder).iterdir()
+                      if not p.name.startswith("torchinductor_"))
+    assert left == [], f"{path.name} left temporary files behind: {left}"
     outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
     assert not [o for o in outputs if o.output_type == "error"]
     return outputs
+
+
+@contextlib.contextmanager
+def _environment(**values: str) -> Iterator[None]:
+    """``os.environ`` with ``values`` set (a kernel started inside inherits them)."""
+    saved = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 def _figures(outputs: list) -> list[str]:
@@ -74,3 +101,17 @@ def test_realrun_notebook_reruns_on_tiny_models_without_a_file():
     text = "".join(o.get("text", "") for o in outputs if o.output_type == "stream")
     assert "tiny random models on cpu" in text and "HF assisted near" in text
     assert len(_figures(outputs)) == 1
+
+
+def test_the_documented_command_runs_a_notebook():
+    """docs/plots.md: after ``pip install -e '.[dev]'``, ``jupyter execute
+    notebooks/01_theory.ipynb`` from the project root runs it (and leaves nothing behind)."""
+    jupyter = Path(sys.executable).with_name("jupyter")
+    assert jupyter.exists(), "the dev extra must install the jupyter command"
+    with tempfile.TemporaryDirectory() as folder:
+        done = subprocess.run([str(jupyter), "execute", "notebooks/01_theory.ipynb"], cwd=ROOT,
+                              env={**os.environ, "TMPDIR": folder}, capture_output=True,
+                              text=True, timeout=300)
+        left = sorted(p.name for p in Path(folder).iterdir())
+    assert done.returncode == 0, done.stderr
+    assert left == []
