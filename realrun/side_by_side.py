@@ -441,8 +441,8 @@ def _priced(
 
 
 def _results(
-    methods,
-    tallies,
+    methods: list[Method],
+    tallies: Mapping[str, MethodTally],
     model_set: ModelSet,
     done: int,
     max_new_tokens: int,
@@ -451,94 +451,34 @@ def _results(
     family: str,
     interrupted: bool,
 ) -> Results:
-    ar = next((m for m in methods if m.kind == "autoregressive"), None)
-    ar_out = tallies[ar.name].outputs if ar is not None else None
-    unit = model_set.pass_cost.unit  # one AR target token, standardized
-    out, mismatches, in_run, split = [], {}, {}, {}
+    """The run's :class:`~ewif.results.Results`: one :class:`MethodResult` per method and the
+    metadata of the module docstring."""
+    ar = ar_name(methods)
+    ar_out = tallies[ar].outputs if ar is not None else None
+    out, mismatches, in_run = [], {}, {}
     for m in methods:
         t = tallies[m.name]
-        if t.stats is not None and t.stats.call_seconds:
-            split[m.name] = books.split(
-                t.seconds,
-                m.models,
-                [name in t.pass_seconds for name in m.models],
-                t.pass_seconds,
-                t.stats.call_seconds,
-                t.stats.decode_seconds,
-            ).to_dict()
-        tps = t.tokens / t.seconds if t.seconds > 0 else 0.0
-        predicted = swi = mal = curves = None
-        if m.kind == "autoregressive":
-            predicted, swi, mal = 1.0, 1.0, 1.0
-        elif m.kind in ("sd", "csd"):
+        cascade = None
+        if m.kind in ("sd", "csd"):
             cascade = Cascade.from_model_set(model_set, m.models, np.array(m.K), m.lenience)
-            predicted = float(cascade.ewif())
-            swi = t.tokens * unit / t.weighted_cost if t.weighted_cost > 0 else None
             if t.stats is not None and t.stats.target_steps:
                 in_run[m.name] = ewif_with_run_acceptance(cascade, t.stats)
-                mal = float(t.stats.mean_accepted_length)
-                accepted = t.stats.target_position_counts[1]
-                if accepted.size:
-                    curves = {
-                        "measured": (accepted / t.stats.target_steps).tolist(),
-                        "predicted": cascade.acceptance_by_position(accepted.size).tolist(),
-                    }
+        out.append(_method_result(m, t, model_set.pass_cost.unit, cascade))
         if ar_out is not None and decoding.greedy:
             mismatches[m.name] = sum(a != b for a, b in zip(t.outputs, ar_out, strict=True))
-        out.append(
-            MethodResult(
-                name=m.name,
-                kind=m.kind,
-                tokens_per_s=tps,
-                speedup=None,
-                predicted_speedup=predicted,
-                swi=swi,
-                mean_accepted_length=mal,
-                acceptance_by_position=curves,
-                config=m.config,
-                tokens=t.tokens,
-                seconds=t.seconds,
-            )
-        )
-    sources = {}
-    for m in methods:
-        st = tallies[m.name].stats
-        if st is not None and st.sources:
-            sources[m.name] = dict(st.sources)
     metadata = {
         "interrupted": interrupted,
         "timing": "decoding wall time; prompt prefill excluded (see realrun.side_by_side)",
         "mean_accepted_length": "tokens per target step, bonus token included (vLLM)",
         "outputs_differing_from_AR": mismatches,
-        "accepted_token_sources": sources,
-        "counted_passes": {
-            m.name: {
-                k: {
-                    "passes": v.total(),
-                    "positions": sum(s * c for s, c in v.items()),
-                    "by_m": {str(s): c for s, c in sorted(v.items())},
-                }
-                for k, v in tallies[m.name].counted.items()
-            }
+        "accepted_token_sources": {
+            m.name: dict(st.sources)
             for m in methods
-            if tallies[m.name].counted
+            if (st := tallies[m.name].stats) is not None and st.sources
         },
-        "in_run_pass_seconds": {
-            m.name: {
-                model: {
-                    str(size): {
-                        "passes": len(v),
-                        "mean_s": float(np.mean(v)),
-                        "median_s": float(np.median(v)),
-                    }
-                    for size, v in sorted(by_m.items())
-                }
-                for model, by_m in tallies[m.name].pass_seconds.items()
-            }
-            for m in methods
-            if tallies[m.name].pass_seconds
-        },
-        "wall_time_split": split,
+        "counted_passes": _counted_passes(methods, tallies),
+        "in_run_pass_seconds": _in_run_pass_seconds(methods, tallies),
+        "wall_time_split": _wall_time_split(methods, tallies),
         "model_set": model_set.to_dict(),
     }
     results = Results(
@@ -561,6 +501,91 @@ def _results(
         inside = [v["inside"] for v in intervals.values()]
         metadata["interval_coverage"] = sum(inside) / len(inside) if inside else None
     return results
+
+
+def _method_result(m: Method, t: MethodTally, unit: float, cascade: Cascade | None) -> MethodResult:
+    """What ``m`` measured (``t``) next to what ewif predicts for it (``cascade``, sd/csd);
+    ``unit``: the standardized cost of one autoregressive target token."""
+    predicted = swi = mal = curves = None
+    if m.kind == "autoregressive":
+        predicted, swi, mal = 1.0, 1.0, 1.0
+    elif cascade is not None:
+        predicted = float(cascade.ewif())
+        swi = t.tokens * unit / t.weighted_cost if t.weighted_cost > 0 else None
+        if t.stats is not None and t.stats.target_steps:
+            mal = float(t.stats.mean_accepted_length)
+            accepted = t.stats.target_position_counts[1]
+            if accepted.size:
+                curves = {
+                    "measured": (accepted / t.stats.target_steps).tolist(),
+                    "predicted": cascade.acceptance_by_position(accepted.size).tolist(),
+                }
+    return MethodResult(
+        name=m.name,
+        kind=m.kind,
+        tokens_per_s=t.tokens / t.seconds if t.seconds > 0 else 0.0,
+        speedup=None,
+        predicted_speedup=predicted,
+        swi=swi,
+        mean_accepted_length=mal,
+        acceptance_by_position=curves,
+        config=m.config,
+        tokens=t.tokens,
+        seconds=t.seconds,
+    )
+
+
+def _counted_passes(methods: list[Method], tallies: Mapping[str, MethodTally]) -> dict:
+    """``metadata.counted_passes``: per method and model, passes, positions and passes by m."""
+    return {
+        m.name: {
+            k: {
+                "passes": v.total(),
+                "positions": sum(s * c for s, c in v.items()),
+                "by_m": {str(s): c for s, c in sorted(v.items())},
+            }
+            for k, v in tallies[m.name].counted.items()
+        }
+        for m in methods
+        if tallies[m.name].counted
+    }
+
+
+def _in_run_pass_seconds(methods: list[Method], tallies: Mapping[str, MethodTally]) -> dict:
+    """``metadata.in_run_pass_seconds``: per method, model and size m, the passes and their
+    mean and median wall time."""
+    return {
+        m.name: {
+            model: {
+                str(size): {
+                    "passes": len(v),
+                    "mean_s": float(np.mean(v)),
+                    "median_s": float(np.median(v)),
+                }
+                for size, v in sorted(by_m.items())
+            }
+            for model, by_m in tallies[m.name].pass_seconds.items()
+        }
+        for m in methods
+        if tallies[m.name].pass_seconds
+    }
+
+
+def _wall_time_split(methods: list[Method], tallies: Mapping[str, MethodTally]) -> dict:
+    """``metadata.wall_time_split``: the books of every method our decoder ran
+    (:func:`realrun.books.split`)."""
+    return {
+        m.name: books.split(
+            t.seconds,
+            m.models,
+            [name in t.pass_seconds for name in m.models],
+            t.pass_seconds,
+            t.stats.call_seconds,
+            t.stats.decode_seconds,
+        ).to_dict()
+        for m in methods
+        if (t := tallies[m.name]).stats is not None and t.stats.call_seconds
+    }
 
 
 def method_intervals(results: Results, model_set: ModelSet) -> dict[str, dict]:
