@@ -1,7 +1,7 @@
 """An interval on every prediction: the bootstrap over measuring prompts, through the exact EWIF.
 
 A model set measured on ``P`` prompts can carry what a bootstrap needs (``bootstrap`` in a
-``csd.models/3`` file):
+``csd.models/3`` and later file):
 
 * ``acceptance_by_prompt["l,r,j"] = [[s_1, n_1], ..., [s_P, n_P]]`` — per measuring prompt,
   the sum of the per-position acceptances ``a_t`` of pair ``(r, j)`` at lenience ``l`` and

@@ -4,7 +4,7 @@ This is the one exchange format of the project: ``realrun.measure`` writes it,
 ``csd recommend --from FILE``, ``csd evaluate FILE`` and ``csd simulate FILE`` read it,
 and the presets in ``ewif/presets/`` use it. JSON or YAML (by extension)::
 
-    schema: csd.models/3
+    schema: csd.models/4
     models: [target, base, small, mag]     # index 0 is the target, largest first
     cost: [1.0, 0.0227, 0.0070, 0.0]       # one forward pass relative to the target's
     cost_per_token: [0, 0, 0, 0]           # optional: pass cost = cost + cost_per_token·m
@@ -18,6 +18,8 @@ and the presets in ``ewif/presets/`` use it. JSON or YAML (by extension)::
     bootstrap:                             # optional (/3): per-prompt evidence for intervals
       acceptance_by_prompt: {"1,0,1": [[23.0, 32], [19.0, 32]]}   # (ewif.bootstrap)
       cost_curve_stderr: [[0.01, 0.012, 0.02, 0.02], [0.0004, 0.0005], [0.0001], [0.0]]
+    batch_cost_curve:                      # optional (/4): c_i(B, m), B rows of m positions
+      "4": [[1.3, 1.45], [0.03, 0.04], [0.008], [0.0]]   # (ewif.batch.BatchCosts)
     alpha:                                 # lenience -> (n+1)×(n+1) matrix
       "1": [[null, 0.73, 0.65, 0.40],      # alpha[r][j]: reviewer r accepts a token of j
             [null, null, 0.80, 0.50],      # (only r < j is read; null = not measured)
@@ -34,9 +36,12 @@ then be omitted (it is the curves' ``m = 1`` values, and must equal them when gi
 ``cost_per_token`` must be absent or zero. ``catch_up`` (schema ``csd.models/3``, one
 boolean per model, default all false) marks the models whose passes are priced with their
 catch-up pass (:mod:`ewif.catch_up`); ``bootstrap`` (``/3``) carries the per-prompt
-evidence behind the prediction intervals of :mod:`ewif.bootstrap`. ``csd.models/1`` (no
-curves) and ``/2`` (no ``catch_up``, no ``bootstrap``) files still read, with the same
-meaning; files are written as ``csd.models/3``.
+evidence behind the prediction intervals of :mod:`ewif.bootstrap`; ``batch_cost_curve``
+(``/4``: batch size -> one curve per model) the measured cost of one pass over ``B`` rows of
+``m`` positions each (:class:`ewif.batch.BatchCosts`, priced by :mod:`ewif.batch`).
+``csd.models/1`` (no curves), ``/2`` (no ``catch_up``, no ``bootstrap``) and ``/3`` (no
+``batch_cost_curve``) files still read, with the same meaning; files are written as
+``csd.models/4``.
 """
 
 from __future__ import annotations
@@ -54,8 +59,16 @@ from ewif.batch import BatchCosts
 from ewif.bootstrap import BootstrapData
 from ewif.pass_cost import PassCost, relative_costs
 
-SCHEMA = "csd.models/3"
-SCHEMAS = ("csd.models/1", "csd.models/2", SCHEMA)  # readable; /1: no cost_curve, /2: no catch_up
+SCHEMA = "csd.models/4"
+#: Readable schemas; /1: no cost_curve, /2: no catch_up or bootstrap, /3: no batch_cost_curve.
+SCHEMAS = ("csd.models/1", "csd.models/2", "csd.models/3", SCHEMA)
+#: The first schema that has each optional key.
+_SINCE = {
+    "cost_curve": "csd.models/2",
+    "catch_up": "csd.models/3",
+    "bootstrap": "csd.models/3",
+    "batch_cost_curve": "csd.models/4",
+}
 
 
 @dataclass(frozen=True)
@@ -237,9 +250,12 @@ class ModelSet:
             "catch_up": None if data.get("catch_up") is None else tuple(data["catch_up"]),
         }
         try:
-            boot = data.get("bootstrap")
-            boot = None if boot is None else BootstrapData.from_dict(boot)
-            return cls(**parsed, bootstrap=boot)
+            boot, batched = data.get("bootstrap"), data.get("batch_cost_curve")
+            return cls(
+                **parsed,
+                bootstrap=None if boot is None else BootstrapData.from_dict(boot),
+                batch_costs=None if batched is None else BatchCosts.from_dict(batched),
+            )
         except ValueError as exc:
             raise ValueError(f"{source}: {exc}") from None
 
@@ -255,14 +271,10 @@ def _check_schema(data: Any, source: str) -> None:
         raise ValueError(
             f"{source}: schema must be one of {', '.join(map(repr, SCHEMAS))}, got {schema!r}"
         )
+    for key, since in _SINCE.items():
+        if data.get(key) is not None and SCHEMAS.index(schema) < SCHEMAS.index(since):
+            raise ValueError(f"{source}: {key} needs schema {since!r} or later, got {schema!r}")
     curves = data.get("cost_curve")
-    if curves is not None and schema == "csd.models/1":
-        raise ValueError(
-            f"{source}: cost_curve needs schema 'csd.models/2' or later, got {schema!r}"
-        )
-    for key in ("catch_up", "bootstrap"):
-        if data.get(key) is not None and schema != SCHEMA:
-            raise ValueError(f"{source}: {key} needs schema {SCHEMA!r}, got {schema!r}")
     for key in ("models", "alpha") if curves is not None else ("models", "cost", "alpha"):
         if key not in data:
             raise ValueError(f"{source}: missing required key {key!r}")

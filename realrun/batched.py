@@ -212,6 +212,44 @@ def time_batched(
     return out
 
 
+def rows_for(model, rows: int, context_tokens: int, max_m: int) -> BatchedRows:
+    """The batched rows of ``model`` for its backend (llama.cpp or transformers)."""
+    from realrun.llamacpp_model import LlamaCppTokenModel
+
+    if isinstance(model, LlamaCppTokenModel):
+        return LlamaCppRows(model, rows, context_tokens, max_m)
+    return TransformersRows(model, rows)
+
+
+def measure_batch_costs(
+    models: Sequence,
+    contexts: Sequence[Sequence[int]],
+    sizes: Sequence[int],
+    *,
+    max_m: int,
+    unit_seconds: float,
+    rounds: int = 5,
+    progress: Callable[[], object] | None = None,
+) -> tuple[BatchCosts, dict[str, dict[int, PassTiming]]]:
+    """:class:`~ewif.batch.BatchCosts` of a family (``models``: target first; proposers get
+    flat zero curves) for every ``B`` of ``sizes`` over ``contexts``, in units of
+    ``unit_seconds`` (the model set's AR token), with the timings behind them."""
+    from simulate.decoder.interface import TokenModel
+
+    sizes = sorted({validate.count("batch size", b, minimum=1) for b in sizes})
+    if not sizes:
+        raise ValueError("sizes must hold at least one batch size")
+    longest = max(len(c) for c in contexts)
+    neural = [m for m in models if isinstance(m, TokenModel)]
+    rows = [rows_for(m, b, longest, max_m) for m in neural for b in sizes]
+    try:
+        timed = time_batched(rows, contexts, max_m, rounds=rounds, progress=progress)
+    finally:
+        for r in rows:
+            getattr(r, "close", lambda: None)()
+    return batch_costs(timed, [m.name for m in models], unit_seconds), timed
+
+
 def batch_costs(
     timings: dict[str, dict[int, PassTiming]], names: Sequence[str], unit_seconds: float
 ) -> BatchCosts:

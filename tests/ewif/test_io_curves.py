@@ -38,7 +38,7 @@ def test_round_trip_with_curves(tmp_path, suffix):
     assert [c.tolist() for c in back.cost_curve] == CURVES
     assert back.cost.tolist() == ms.cost.tolist()
     assert back.pass_cost.at(0, 6) == pytest.approx(1.17)  # 1.09 + 2 * 0.04
-    assert back.to_dict()["schema"] == io.SCHEMA == "csd.models/3"
+    assert back.to_dict()["schema"] == io.SCHEMA == "csd.models/4"
 
 
 def test_old_schema_reads_with_the_same_meaning(tmp_path):
@@ -50,7 +50,7 @@ def test_old_schema_reads_with_the_same_meaning(tmp_path):
     old = io.load(path)
     assert old.cost_curve is None and old.pass_cost.kind == "affine"
     assert old.cost.tolist() == ms.cost.tolist()
-    assert io.save(old, tmp_path / "new.json").read_text().count('"csd.models/3"') == 1
+    assert io.save(old, tmp_path / "new.json").read_text().count('"csd.models/4"') == 1
     for name in names():  # the presets (csd.models/1 files) still read
         assert load_preset(name).cost_curve is None
 
@@ -59,7 +59,7 @@ def test_old_schema_reads_with_the_same_meaning(tmp_path):
     ("changes", "match"),
     [
         ({"schema": "csd.models/1"}, r"cost_curve needs schema 'csd.models/2'"),
-        ({"schema": "csd.models/4"}, "schema must be one of"),
+        ({"schema": "csd.models/5"}, "schema must be one of"),
         ({"cost": [1, 0.02, 0.007, 0]}, r"cost must equal the m = 1 values"),
         ({"cost_per_token": [0, 0.01, 0, 0]}, "cost_per_token must be zero"),
         ({"cost_curve": CURVES[:3]}, r"one curve per model \(4\), got 3"),
@@ -115,3 +115,21 @@ def test_catch_up_flags_round_trip_and_reach_the_cascade(tmp_path, suffix):
 def test_bad_catch_up_flags(changes, match):
     with pytest.raises(ValueError, match=rf"^f\.json: .*{match}"):
         io.ModelSet.from_dict(curve_dict(**changes), source="f.json")
+
+
+def test_batch_cost_curve_round_trips_and_needs_schema_4(tmp_path):
+    from ewif.batch import BatchCosts
+
+    data = curve_dict(schema="csd.models/3", catch_up=[False, True, True, False])
+    three = io.ModelSet.from_dict(data, source="f.json")  # a /3 file still reads
+    assert three.batch_costs is None and three.catch_up == (False, True, True, False)
+    per_b = {2: ([1.3, 1.45], [0.03, 0.04], [0.008], [0.0]), 4: ([1.6], [0.05], [0.01], [0.0])}
+    batched = {**data, "schema": "csd.models/4", "batch_cost_curve": per_b}
+    ms = io.ModelSet.from_dict(batched, source="f.json")
+    assert isinstance(ms.batch_costs, BatchCosts) and ms.batch_costs.at(0, 2, 2) == 1.45
+    back = io.load(io.save(ms, tmp_path / "b.json"))
+    assert back.batch_costs.to_dict() == ms.batch_costs.to_dict()
+    with pytest.raises(ValueError, match=r"batch_cost_curve needs schema 'csd.models/4'"):
+        io.ModelSet.from_dict({**batched, "schema": "csd.models/3"}, source="f.json")
+    with pytest.raises(ValueError, match=r"^f\.json: batch_cost_curve must hold one curve per"):
+        io.ModelSet.from_dict({**batched, "batch_cost_curve": {2: [[1.0]] * 3}}, source="f.json")

@@ -86,3 +86,25 @@ def test_llamacpp_rows_roll_every_row_back_to_its_own_context(tiny_gguf):
     out = time_batched([rows], contexts, 2, rounds=2, warmup=0)
     assert np.all(np.array(out["tiny"][3].seconds) > 0)
     rows.close()
+
+
+def test_measure_batch_costs_of_a_family_with_a_proposer(tiny_models, tiny_prompts, tiny_tokenizer):
+    from realrun.batched import measure_batch_costs
+    from realrun.bigram import BigramTable
+    from realrun.maxgram import MaxGram
+    from realrun.tiny import PROMPT_TEXTS
+
+    chain = [
+        HFTokenModel(tiny_models["target"].model, "target"),
+        HFTokenModel(tiny_models["draft"].model, "draft"),
+        MaxGram(BigramTable.from_corpus(PROMPT_TEXTS, tiny_tokenizer)),
+    ]
+    costs, timed = measure_batch_costs(
+        chain, tiny_prompts[:2], [2, 1, 2], max_m=3, unit_seconds=0.01, rounds=1
+    )
+    assert list(costs.curves) == [1, 2] and costs.n_models == 3
+    assert set(timed) == {"target", "draft"} and set(timed["draft"]) == {1, 2}
+    assert costs.at(0, 2, 3) == pytest.approx(timed["target"][2].dense()[2] / 0.01)
+    assert costs.at(2, 2, 1) == 0.0
+    with pytest.raises(ValueError, match="batch size"):
+        measure_batch_costs(chain, tiny_prompts[:1], [0], max_m=2, unit_seconds=0.01)
