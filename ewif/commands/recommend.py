@@ -64,6 +64,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="also give plain SD's best draft length at each batch size (ewif.batch; "
         "0 = do not speculate), per drafter, and the schedule as ranges",
     )
+    parser.add_argument(
+        "--emit",
+        choices=("vllm", "sglang", "trtllm", "llama.cpp", "transformers"),
+        help="print a ready-to-run configuration of the best plain drafting this engine can "
+        "express (engines run one drafter, not cascades), priced exactly, per --batch-sizes "
+        "if given (ewif.serving)",
+    )
+    parser.add_argument(
+        "--model-path",
+        action="append",
+        metavar="NAME=PATH",
+        help="with --emit: the path or hub id of the set's model NAME (repeatable; default: "
+        "the name)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -125,10 +139,20 @@ def run(args: argparse.Namespace) -> int:
         out["interval"] = _interval(ms, best)
     if args.batch_sizes:
         out["batch_schedule"] = _batch_schedule(ms, args.batch_sizes, k_max)
+    if args.model_path and not args.emit:
+        raise ValueError("--model-path maps model names for --emit; give --emit ENGINE too")
+    if args.emit:
+        from ewif.serving.emit import emission
+
+        sizes = _batch_sizes(args.batch_sizes) if args.batch_sizes else None
+        emitted = emission(ms, args.emit, sizes, k_max=k_max, paths=_model_paths(args.model_path))
+        out["emit"] = emitted.to_dict()
     if plot_paths:
         out["plots"] = [str(p) for p in _plots(result, casc, ms, plot_paths, k_max)]
     if args.json:
         print(json.dumps(out, indent=2))
+    elif args.emit:
+        print(_emit_human(out))
     else:
         print(_human(out, best, sd))
     return cli.INTERRUPTED if result.interrupted else 0
@@ -165,6 +189,19 @@ def _batch_schedule(ms, spec: str, k_max: int) -> dict:
     """Per drafter: the best plain-SD draft length at every asked batch size and the ranges."""
     from ewif.batch import best_draft_lengths, schedule
 
+    sizes = _batch_sizes(spec)
+    out = {}
+    for drafter in ms.models[1:]:
+        choices = best_draft_lengths(ms, drafter, sizes, k_max=k_max)
+        out[drafter] = {
+            "by_batch": [{"batch": c.batch, "k": c.k, "ratio": c.ratio} for c in choices],
+            "ranges": [{"low": r.low, "high": r.high, "k": r.k} for r in schedule(choices)],
+        }
+    return out
+
+
+def _batch_sizes(spec: str) -> list[int]:
+    """``--batch-sizes``: comma-separated batch sizes in ``1..MAX_BATCH``."""
     try:
         sizes = [int(v) for v in spec.split(",")]
     except ValueError:
@@ -174,14 +211,20 @@ def _batch_schedule(ms, spec: str, k_max: int) -> dict:
     bad = [b for b in sizes if not 1 <= b <= MAX_BATCH]
     if bad:
         raise ValueError(f"--batch-sizes must lie in 1..{MAX_BATCH}, got {bad[0]}")
-    out = {}
-    for drafter in ms.models[1:]:
-        choices = best_draft_lengths(ms, drafter, sizes, k_max=k_max)
-        out[drafter] = {
-            "by_batch": [{"batch": c.batch, "k": c.k, "ratio": c.ratio} for c in choices],
-            "ranges": [{"low": r.low, "high": r.high, "k": r.k} for r in schedule(choices)],
-        }
-    return out
+    return sizes
+
+
+def _model_paths(specs: list[str] | None) -> dict[str, str]:
+    """``--model-path NAME=PATH`` (repeatable) as a mapping; each NAME once, PATH non-empty."""
+    paths: dict[str, str] = {}
+    for spec in specs or []:
+        name, sep, path = spec.partition("=")
+        if not sep or not name or not path:
+            raise ValueError(f"--model-path must be NAME=PATH, got {spec!r}")
+        if name in paths:
+            raise ValueError(f"--model-path gives {name!r} twice")
+        paths[name] = path
+    return paths
 
 
 def _interval(ms, best) -> dict:
@@ -226,6 +269,46 @@ def _plots(result, casc, ms, paths, k_max) -> list[Path]:
             title="Acceptance by draft position (target review)",
         ),
     ]
+
+
+def _emit_human(out: dict) -> str:
+    """The ``--emit`` report: what is emitted, its exact EWIF next to the cascade's, the
+    throughput by batch size, the ready-to-run configuration and the notes."""
+    from ewif.text_table import table
+
+    em, rec = out["emit"], out["recommended"]
+    what = (
+        "no speculation (serve the target alone)"
+        if em["method"] == "none"
+        else f"{em['method']} {em['drafter']}, k = {em['k']} at batch 1"
+    )
+    lines = [
+        f"csd recommend --emit {em['engine']} — {out['source']}"
+        + (f": {out['title']}" if out["title"] else ""),
+        "",
+        f"emitted for {em['engine_name']}: {what}",
+        f"EWIF at batch 1     : emitted {em['ewif']:.4f}; best cascade "
+        f"{' > '.join(rec['models'])} {rec['ewif']:.4f} ({rec['ewif'] / em['ewif']:.4f}x the "
+        "emitted; cascades are priced at batch 1 only)",
+    ]
+    if em["by_batch"]:
+        lines += [
+            "",
+            "by batch size (exact, ewif.batch; k = 0: autoregressive):",
+            table(
+                ["batch", "k", "throughput vs AR at that batch"],
+                [[c["batch"], c["k"], f"{c['ratio']:.4f}"] for c in em["by_batch"]],
+            ),
+        ]
+    lines += [
+        "",
+        "ready to run (option names from " + "; ".join(em["sources"]) + "):",
+        em["text"],
+        "",
+        "notes:",
+        *[f"- {n}" for n in em["notes"]],
+    ]
+    return "\n".join(lines)
 
 
 def _human(out: dict, best, sd) -> str:
