@@ -69,6 +69,7 @@ from ewif.batch import batch_ratio
 from ewif.cascade import Cascade
 from ewif.io import ModelSet
 from realrun.commands.measure import threads_arg
+from realrun.engine_metrics import SIMPLE_STATS, iid_alpha
 from realrun.pipeline import run_pipeline, split_prompts
 from realrun.prompts import Prompt, encode
 from simulate.decoder.sampling import Decoding
@@ -76,7 +77,7 @@ from simulate.decoder.sampling import Decoding
 HERE = Path(__file__).resolve().parent
 FAMILIES = {"qwen": ["qwen-1.5b", "qwen-0.5b"], "smollm2": ["smollm2"]}
 _DECODED = re.compile(r"decoded\s+(\d+) tokens in\s+([\d.]+) seconds")
-_COUNT = {key: re.compile(rf"\b{key}\s*=\s*(\d+)") for key in ("n_drafted", "n_accept")}
+_COUNT = {key: SIMPLE_STATS[key] for key in ("n_drafted", "n_accept")}
 _EVAL = re.compile(r"(?<!prompt )\beval time =\s*([\d.]+) ms /\s*(\d+) (?:runs|tokens)")
 _PROMPT_EVAL = re.compile(r"prompt eval time =\s*([\d.]+) ms /\s*(\d+) tokens")
 _SAMPLING = re.compile(r"sampling time =\s*([\d.]+) ms")
@@ -256,22 +257,6 @@ def run_peers(
                 raise RuntimeError(f"{name} failed ({code}): {' '.join(argv)}\n{output[-3000:]}")
             runs[name].add(parse_output(output, Path(argv[0]).name))
     return runs
-
-
-def iid_alpha(fraction: float, k: int) -> float:
-    """α of i.i.d. acceptance whose drafts of ``k`` tokens have ``fraction`` of their tokens
-    accepted on average: solves ``α(1 − α^k) / ((1 − α) k) = fraction`` (bisection)."""
-    if not 0.0 <= fraction <= 1.0:
-        raise ValueError(f"fraction must be in [0, 1], got {fraction!r}")
-
-    def accepted(a: float) -> float:
-        return sum(a**i for i in range(1, k + 1)) / k
-
-    lo, hi = 0.0, 1.0
-    for _ in range(60):
-        mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if accepted(mid) < fraction else (lo, mid)
-    return (lo + hi) / 2
 
 
 def predict_draft_sd(model_set: ModelSet, drafter: str, k: int) -> float:

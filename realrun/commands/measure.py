@@ -35,11 +35,11 @@ def threads_arg(value: str) -> int | str:
     return n
 
 
-def add_model_arguments(parser: argparse.ArgumentParser) -> None:
+def add_model_arguments(parser: argparse.ArgumentParser, models_nargs: str = "+") -> None:
     """Arguments shared by ``csd measure`` and ``csd realrun``."""
     parser.add_argument(
         "models",
-        nargs="+",
+        nargs=models_nargs,
         metavar="MODEL",
         help="target first, then drafters largest first (hub id, dir or .gguf)",
     )
@@ -83,7 +83,7 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_model_arguments(parser)
+    add_model_arguments(parser, models_nargs="*")
     parser.add_argument("--limit", type=int, default=4, help="measure on the first N prompts")
     parser.add_argument("--leniences", type=float, nargs="+", default=[1.0, 2.0, 3.0, 5.0])
     parser.add_argument(
@@ -92,6 +92,36 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--warmup", type=int, default=1)
     parser.add_argument("-o", "--output", required=True, help="model-set file to write")
+    metrics = parser.add_argument_group(
+        "from a serving engine's counters (no model is run; MODEL MODEL name the target and "
+        "the drafter, default: target drafter)"
+    )
+    metrics.add_argument(
+        "--from-metrics",
+        nargs="+",
+        metavar="FILE",
+        help="vLLM or llama-server /metrics (one scrape, or two: before and after), vLLM "
+        "per-request metrics JSON, or llama-speculative-simple logs (realrun.engine_metrics)",
+    )
+    metrics.add_argument(
+        "--engine",
+        choices=("auto", "vllm", "llama.cpp", "sglang"),
+        default="auto",
+        help="the engine that wrote --from-metrics (auto: recognised by content)",
+    )
+    costs = metrics.add_mutually_exclusive_group()
+    costs.add_argument(
+        "--costs",
+        metavar="FILE",
+        help="model-set file with measured cost curves of the target and the drafter",
+    )
+    costs.add_argument(
+        "--cost-curve",
+        action="append",
+        metavar="NAME=C1,C2,...",
+        help="pass cost of model NAME over m = 1, 2, ... positions in target one-position "
+        "passes (the target's starts at 1); once for the target, once for the drafter",
+    )
 
 
 def model_options(args: argparse.Namespace) -> dict[str, Any]:
@@ -110,6 +140,10 @@ def model_options(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.from_metrics:
+        return _run_from_metrics(args)
+    if not args.models:
+        raise ValueError("give MODEL ... (target first) to measure, or --from-metrics FILE")
     from transformers.utils import logging as hf_logging
 
     from ewif import io as model_io
@@ -135,4 +169,50 @@ def run(args: argparse.Namespace) -> int:
         print(*measured.summary, sep="\n")
         print(format_model_set(measured.model_set))
         print(f"written: {args.output}  (next: csd recommend --from {args.output})")
+    return 0
+
+
+def _run_from_metrics(args: argparse.Namespace) -> int:
+    """``--from-metrics``: α from an engine's counters and the given costs, written as a model
+    set (:mod:`realrun.engine_metrics`; imports neither torch nor transformers)."""
+    from ewif import io as model_io
+    from realrun import engine_metrics as em
+
+    names = tuple(args.models) or ("target", "drafter")
+    if len(names) != 2:
+        raise ValueError(
+            f"--from-metrics reads one target and one drafter: give two MODEL names, got "
+            f"{list(names)}"
+        )
+    if args.costs:
+        curves, extra = em.curves_from_file(args.costs, names)
+        meta: dict = {"costs": f"cost curves of {args.costs}"}
+        if extra["timing"]:
+            meta["timing"] = extra["timing"]
+        catch_up = extra.get("catch_up")
+    elif args.cost_curve:
+        given = em.parse_cost_curves(args.cost_curve)
+        if set(given) != set(names):
+            raise ValueError(
+                f"--cost-curve must give the curves of {list(names)} (the MODEL names), got "
+                f"{list(given)}"
+            )
+        curves, meta, catch_up = [given[n] for n in names], {"costs": "--cost-curve"}, None
+    else:
+        raise ValueError(
+            "--from-metrics needs pass costs: --costs FILE (a model set with measured cost "
+            "curves) or --cost-curve NAME=C1,C2,... for the target and the drafter"
+        )
+    counters = em.read_counters(args.from_metrics, args.engine)
+    acc = em.acceptance(counters)
+    meta["metrics_files"] = [str(p) for p in args.from_metrics]
+    ms = em.model_set(acc, names, curves, catch_up=catch_up, metadata=meta)
+    model_io.save(ms, args.output)
+    if args.json:
+        print(
+            json.dumps({"models": list(names), **acc.to_dict(), "written": args.output}, indent=2)
+        )
+    else:
+        print(em.format_acceptance(acc, args.from_metrics, names))
+        print(f"written: {args.output}  (next: csd recommend --from {args.output} --emit ENGINE)")
     return 0
