@@ -5,6 +5,9 @@ the per-batch-size schedule is ewif.batch's as the engine reads it, and bad inpu
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -24,8 +27,6 @@ SIZES = [1, 2, 4, 8, 16, 32]
 
 
 def qwen_set() -> io.ModelSet:
-    from pathlib import Path
-
     return io.load(Path(__file__).resolve().parents[2] / "realrun" / "data" / "models_qwen.json")
 
 
@@ -237,6 +238,45 @@ HELP = """----- common params -----
 """
 
 
+LLAMA_HELP = Path(__file__).resolve().parent / "fixtures" / "llama_server_help.txt"
+LLAMA_SERVER = (
+    Path(os.environ.get("CSD_CACHE") or Path.home() / ".cache" / "csd")
+    / "llamacpp-bin"
+    / "0.3.36"
+    / "bin"
+    / "llama-server"
+)
+
+
+def check_against_llama_help(text: str) -> None:
+    """Every llama.cpp emission (both methods, with and without batch sizes) uses flags the
+    real ``--help`` lists, none of them a removed one, and --spec-type values it offers."""
+    flags = help_flags(text)
+    removed = {
+        f for line in text.splitlines() if "has been removed" in line for f in help_flags(line)
+    }
+    assert ENGINES["llama.cpp"].options <= flags
+    line = next(x for x in text.splitlines() if x.startswith("--spec-type "))
+    types = set(line.split()[1].split(","))
+    for ms in (batch_set(), mag_set()):
+        for sizes in (None, SIZES):
+            em = serving.emission(ms, "llama.cpp", sizes)
+            assert em.option_names() <= flags - removed, em.option_names() - flags
+            assert em.option_values()["--spec-type"] in types
+
+
+def test_llama_cpp_flags_are_in_the_captured_llama_server_help():
+    check_against_llama_help(LLAMA_HELP.read_text(encoding="utf-8"))
+
+
+@pytest.mark.skipif(not LLAMA_SERVER.exists(), reason="llama-server not built here")
+def test_llama_cpp_flags_are_in_the_live_llama_server_help():
+    done = subprocess.run(
+        [str(LLAMA_SERVER), "--help"], capture_output=True, text=True, timeout=60, check=True
+    )
+    check_against_llama_help(done.stdout)
+
+
 def test_help_flags_reads_llama_cpp_help_entries():
     assert help_flags(HELP) == {
         "-h",
@@ -282,7 +322,6 @@ def test_unknown_engine_is_refused(capsys):
 
 
 def test_emit_imports_neither_torch_nor_the_other_packages():
-    import subprocess
     import sys
 
     probe = (
