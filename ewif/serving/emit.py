@@ -223,8 +223,12 @@ def emission(
     candidates = plans(model_set, eng, sizes, k_max)
     best = max(candidates, key=lambda p: p.score)  # first of equals: the larger drafter
     if best.score <= 1.0:  # k = 0 at every asked size, or EWIF <= 1 at batch 1
-        best = Plan(best.drafter, NONE, 0, 1.0, best.by_batch)
-        notes.append("no plain drafting beats autoregressive decoding here: serve the target alone")
+        if any(r.k for r in best.best_ranges or ()):
+            notes.append(_one_k(eng, best))
+        else:
+            notes.append("no plain drafting beats autoregressive decoding here")
+        best = Plan(best.drafter, NONE, 0, 1.0, best.by_batch, None, best.best_ranges)
+        notes.append("serve the target alone")
     elif best.best_ranges is not None and best.ranges is None and len(best.by_batch) > 1:
         notes.append(_one_k(eng, best))
     target = paths.get(model_set.models[0], model_set.models[0])

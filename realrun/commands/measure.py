@@ -13,6 +13,12 @@ fallback from ``--bigram FILE``, else counted over the shipped prompts).
 With ``--dtype auto``/``--threads auto`` on a CPU every candidate dtype and thread count is
 measured and the one with the highest predicted throughput among batch-invariant ones is
 written (see :mod:`realrun.pipeline`).
+
+``--from-metrics FILE [FILE]`` runs no model: it reads a serving engine's own counters (vLLM,
+llama-server, llama-speculative-simple; :mod:`realrun.engine_metrics`) and writes the model set
+of ``MODEL MODEL`` (target, drafter; default ``target drafter``) with that α and the pass costs
+of ``--costs FILE`` or ``--cost-curve NAME=C1,C2,...``; it imports neither torch nor
+transformers.
 """
 
 from __future__ import annotations
@@ -184,6 +190,7 @@ def _run_from_metrics(args: argparse.Namespace) -> int:
             f"--from-metrics reads one target and one drafter: give two MODEL names, got "
             f"{list(names)}"
         )
+    counters = em.read_counters(args.from_metrics, args.engine)
     if args.costs:
         curves, extra = em.curves_from_file(args.costs, names)
         meta: dict = {"costs": f"cost curves of {args.costs}"}
@@ -203,7 +210,6 @@ def _run_from_metrics(args: argparse.Namespace) -> int:
             "--from-metrics needs pass costs: --costs FILE (a model set with measured cost "
             "curves) or --cost-curve NAME=C1,C2,... for the target and the drafter"
         )
-    counters = em.read_counters(args.from_metrics, args.engine)
     acc = em.acceptance(counters)
     meta["metrics_files"] = [str(p) for p in args.from_metrics]
     ms = em.model_set(acc, names, curves, catch_up=catch_up, metadata=meta)
