@@ -213,6 +213,30 @@ def json_matrix(name: str, text: str) -> list[list]:
     return value
 
 
+def comma_separated(name: str, text: str, convert: type, what: str) -> list:
+    """``text`` split at commas, each part converted by ``convert`` (``int``, ``float``); a
+    one-line ``ValueError`` saying ``name`` must be ``what`` separated by commas otherwise."""
+    try:
+        return [convert(v) for v in text.split(",")]
+    except ValueError:
+        raise ValueError(f"{name} must be {what} separated by commas, got {text!r}") from None
+
+
+def name_values(option: str, specs: Sequence[str], form: str) -> dict[str, str]:
+    """Repeatable ``option NAME=VALUE`` arguments (``--model-path``, ``--cost-curve``) as a
+    mapping; ``form`` names the expected shape in the message. Each NAME once, both sides
+    non-empty."""
+    out: dict[str, str] = {}
+    for spec in specs:
+        name, sep, value = spec.partition("=")
+        if not sep or not name or not value:
+            raise ValueError(f"{option} must be {form}, got {spec!r}")
+        if name in out:
+            raise ValueError(f"{option} gives {name!r} twice")
+        out[name] = value
+    return out
+
+
 def shown(value: object) -> str:
     """``repr`` of ``value`` as a user wrote it: numpy scalars and arrays as Python numbers and
     lists, so a message never reads ``np.float64(1.5)``."""

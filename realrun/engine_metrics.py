@@ -438,21 +438,10 @@ def parse_cost_curves(specs: Sequence[str]) -> dict[str, list[float]]:
     ``m = 1, 2, ...`` positions in units of the target's one-position pass (the target's
     curve starts at 1; beyond the last point the curve continues as :mod:`ewif.pass_cost`
     says). Each NAME once; every value a finite number >= 0."""
+    given = validate.name_values("--cost-curve", specs, "NAME=C1,C2,... (costs for m = 1, 2, ...)")
     out: dict[str, list[float]] = {}
-    for spec in specs:
-        name, sep, values = spec.partition("=")
-        if not sep or not name or not values:
-            raise ValueError(
-                f"--cost-curve must be NAME=C1,C2,... (costs for m = 1, 2, ...), got {spec!r}"
-            )
-        if name in out:
-            raise ValueError(f"--cost-curve gives {name!r} twice")
-        try:
-            curve = [float(v) for v in values.split(",")]
-        except ValueError:
-            raise ValueError(
-                f"--cost-curve {name}: costs must be numbers separated by commas, got {values!r}"
-            ) from None
+    for name, values in given.items():
+        curve = validate.comma_separated(f"--cost-curve {name}", values, float, "costs")
         out[name] = validate.costs(f"--cost-curve {name}", curve).tolist()
     return out
 

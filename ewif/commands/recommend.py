@@ -17,7 +17,7 @@ import argparse
 import json
 from pathlib import Path
 
-from ewif import cli
+from ewif import cli, validate
 
 HELP = "recommend the best cascade (models, K, lenience) for measured or preset alphas/costs"
 
@@ -145,7 +145,8 @@ def run(args: argparse.Namespace) -> int:
         from ewif.serving.emit import emission
 
         sizes = _batch_sizes(args.batch_sizes) if args.batch_sizes else None
-        emitted = emission(ms, args.emit, sizes, k_max=k_max, paths=_model_paths(args.model_path))
+        paths = validate.name_values("--model-path", args.model_path or [], "NAME=PATH")
+        emitted = emission(ms, args.emit, sizes, k_max=k_max, paths=paths)
         out["emit"] = emitted.to_dict()
     if plot_paths:
         out["plots"] = [str(p) for p in _plots(result, casc, ms, plot_paths, k_max)]
@@ -202,29 +203,11 @@ def _batch_schedule(ms, spec: str, k_max: int) -> dict:
 
 def _batch_sizes(spec: str) -> list[int]:
     """``--batch-sizes``: comma-separated batch sizes in ``1..MAX_BATCH``."""
-    try:
-        sizes = [int(v) for v in spec.split(",")]
-    except ValueError:
-        raise ValueError(
-            f"--batch-sizes must be batch sizes separated by commas, e.g. 1,2,4,8, got {spec!r}"
-        ) from None
+    sizes = validate.comma_separated("--batch-sizes", spec, int, "batch sizes (e.g. 1,2,4,8)")
     bad = [b for b in sizes if not 1 <= b <= MAX_BATCH]
     if bad:
         raise ValueError(f"--batch-sizes must lie in 1..{MAX_BATCH}, got {bad[0]}")
     return sizes
-
-
-def _model_paths(specs: list[str] | None) -> dict[str, str]:
-    """``--model-path NAME=PATH`` (repeatable) as a mapping; each NAME once, PATH non-empty."""
-    paths: dict[str, str] = {}
-    for spec in specs or []:
-        name, sep, path = spec.partition("=")
-        if not sep or not name or not path:
-            raise ValueError(f"--model-path must be NAME=PATH, got {spec!r}")
-        if name in paths:
-            raise ValueError(f"--model-path gives {name!r} twice")
-        paths[name] = path
-    return paths
 
 
 def _interval(ms, best) -> dict:

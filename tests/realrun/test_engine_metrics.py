@@ -94,34 +94,33 @@ def simulate(alpha: float, k: int, steps: int, seed: int) -> np.ndarray:
     return np.minimum(first_reject, k)
 
 
-def vllm_text(accepted: np.ndarray, k: int) -> str:
-    labels = 'model_name="m",engine="0"'
+def prometheus_text(accepted: np.ndarray, k: int, engine: str) -> str:
+    """The four counters as ``engine`` exposes them: vLLM's with its labels and float values,
+    llama.cpp's totals as server-task.cpp prints a double (6 significant digits)."""
+    if engine == "vllm":
+        prefix, labels, total = "vllm:", 'model_name="m",engine="0",', lambda x: f"{float(x)}"
+    else:
+        prefix, labels, total = "llamacpp:", "", lambda x: f"{float(x):.6g}"
+    values = {"drafts": accepted.size, "draft_tokens": k * accepted.size}
+    braces = f"{{{labels.rstrip(',')}}}" if labels else ""
     lines = [
-        f"vllm:spec_decode_num_drafts_total{{{labels}}} {float(accepted.size)}",
-        f"vllm:spec_decode_num_draft_tokens_total{{{labels}}} {float(k * accepted.size)}",
-        f"vllm:spec_decode_num_accepted_tokens_total{{{labels}}} {float(accepted.sum())}",
+        f"{prefix}spec_decode_num_{key}_total{braces} {total(v)}"
+        for key, v in {**values, "accepted_tokens": accepted.sum()}.items()
     ]
     lines += [
-        f'vllm:spec_decode_num_accepted_tokens_per_pos_total{{{labels},position="{i}"}} '
-        f"{float((accepted > i).sum())}"
-        for i in range(k)
-    ]
-    return "\n".join(lines)
-
-
-def llamacpp_text(accepted: np.ndarray, k: int) -> str:
-    """The totals as server-task.cpp prints a double (6 significant digits)."""
-    lines = [
-        f"llamacpp:spec_decode_num_draft_tokens_total {float(k * accepted.size):.6g}",
-        f"llamacpp:spec_decode_num_accepted_tokens_total {float(accepted.sum()):.6g}",
-        f"llamacpp:spec_decode_num_drafts_total {float(accepted.size):.6g}",
-    ]
-    lines += [
-        f'llamacpp:spec_decode_num_accepted_tokens_per_pos_total{{position="{i}"}} '
+        f'{prefix}spec_decode_num_accepted_tokens_per_pos_total{{{labels}position="{i}"}} '
         f"{(accepted > i).sum()}"
         for i in range(k)
     ]
     return "\n".join(lines)
+
+
+def vllm_text(accepted: np.ndarray, k: int) -> str:
+    return prometheus_text(accepted, k, "vllm")
+
+
+def llamacpp_text(accepted: np.ndarray, k: int) -> str:
+    return prometheus_text(accepted, k, "llama.cpp")
 
 
 def per_request_text(accepted: np.ndarray, k: int) -> str:
@@ -282,7 +281,7 @@ def test_engine_mismatch_and_sglang_are_refused():
     ("specs", "message"),
     [
         (["target"], "must be NAME=C1,C2"),
-        (["target=1,x"], "must be numbers"),
+        (["target=1,x"], "must be costs separated by commas"),
         (["target=1,-2"], "finite numbers >= 0"),
         (["target=1", "target=1"], "twice"),
         (["target=1,inf"], "must hold finite numbers"),
