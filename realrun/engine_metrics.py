@@ -117,13 +117,8 @@ class SpecCounters:
         name = f"{self.format} counters"
         for key in ("drafts", "draft_tokens", "accepted", "k"):
             object.__setattr__(self, key, _count(f"{name}: {key}", getattr(self, key)))
-        if self.k < 1:
+        if self.k < 1 and self.draft_tokens > 0:
             raise ValueError(f"{name}: the draft length k must be >= 1, got {self.k}")
-        if self.drafts < 1 or self.draft_tokens < 1:
-            raise ValueError(
-                f"{name}: no verify step or draft token was counted (drafts = {self.drafts}, "
-                f"draft tokens = {self.draft_tokens}): nothing to read"
-            )
         if self.accepted > self.draft_tokens:
             raise ValueError(
                 f"{name}: accepted tokens ({self.accepted}) exceed drafted tokens "
@@ -160,8 +155,17 @@ class SpecCounters:
                 f"{self.accepted}"
             )
 
+    @property
+    def empty(self) -> bool:
+        """Nothing drafted yet (a scrape of a fresh server)."""
+        return self.drafts == 0 and self.draft_tokens == 0
+
     def minus(self, before: SpecCounters) -> SpecCounters:
         """The counts between an earlier scrape ``before`` and this one."""
+        if before.empty and before.per_position is None and before.format == self.format:
+            before = replace(
+                before, k=self.k, per_position=(0,) * self.k if self.per_position else None
+            )
         if before.format != self.format or before.k != self.k:
             raise ValueError(
                 f"two scrapes must come from the same engine and draft length, got "
@@ -317,6 +321,11 @@ def acceptance(counters: SpecCounters, level: float = 0.95) -> Acceptance:
 
     level = validate.probability("level", level)
     c = counters
+    if c.drafts == 0 or c.draft_tokens == 0:
+        raise ValueError(
+            f"{c.format} counters: no verify step or draft token was counted (drafts = "
+            f"{c.drafts}, draft tokens = {c.draft_tokens}): nothing to read"
+        )
     notes = []
     if c.draft_tokens < c.k * c.drafts * (1 - _PRINTED):
         notes.append(
@@ -556,6 +565,8 @@ def _from_prometheus(samples: list[Sample], engine: str, fmt: str) -> SpecCounte
     if missing:
         raise ValueError(f"missing counter(s) {', '.join(missing)}")
     if not per_position:
+        if not any(totals.values()):  # llama-server prints them once it has verified a draft
+            return SpecCounters(fmt, 0, 0, 0, k=0, model_name=next(iter(models), None))
         raise ValueError(
             f"no {prefix}{PER_POSITION} samples: the per-position counters are needed for α by "
             "position"

@@ -44,6 +44,23 @@ def test_two_scrapes_give_the_counts_between_them():
         em.read_counters(files[::-1])
 
 
+def test_a_fresh_llama_server_scrape_counts_from_zero(tmp_path):
+    """Before its first verified draft llama-server prints zero totals and no per-position
+    counter (server-task.cpp); as the earlier scrape it subtracts nothing."""
+    after = FIXTURES / "llamacpp_metrics.prom"
+    fresh = tmp_path / "fresh.prom"
+    fresh.write_text(
+        "\n".join(
+            line.rsplit(" ", 1)[0] + " 0"
+            for line in after.read_text().splitlines()
+            if line.startswith("llamacpp:") and "per_pos" not in line
+        )
+    )
+    assert em.read_counters([fresh, after]) == em.read_counters([after])
+    with pytest.raises(ValueError, match="nothing to read"):
+        em.acceptance(em.read_counters([fresh]))
+
+
 def test_llama_server_fixture():
     c = em.read_counters([FIXTURES / "llamacpp_metrics.prom"], "llama.cpp")
     assert (c.format, c.drafts, c.draft_tokens, c.accepted, c.k) == (
@@ -257,7 +274,7 @@ BAD = {
 def test_bad_metrics_are_refused(case):
     text, message = BAD[case]
     with pytest.raises(ValueError, match=message):
-        em.parse_counters(text)
+        em.acceptance(em.parse_counters(text))
 
 
 def test_the_good_exposition_reads():
