@@ -137,7 +137,7 @@ class SpecCounters:
         object.__setattr__(self, "per_position", a)
         if len(a) != self.k:
             raise ValueError(f"{name}: {len(a)} per-position counts for k = {self.k} positions")
-        if a[0] > self.drafts:
+        if a and a[0] > self.drafts:
             raise ValueError(
                 f"{name}: {a[0]} steps accepted position 0 but only {self.drafts} drafts were "
                 "counted"

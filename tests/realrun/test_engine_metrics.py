@@ -260,6 +260,18 @@ BAD = {
         ),
         "disagrees with num_spec_steps",
     ),
+    "per-request with no draft position": (
+        json.dumps(
+            {
+                "acceptance_histogram": [3],
+                "num_spec_steps": 3,
+                "num_accepted_draft_tokens": 0,
+                "num_draft_tokens": 0,
+                "num_spec_tokens": 0,
+            }
+        ),
+        "nothing to read",
+    ),
     "per-request without the object": (json.dumps({"choices": []}), "no metrics.speculative"),
     "log runs with different k": (
         "n_draft = 4\nn_predict = 10\nn_drafted = 8\nn_accept = 5\n"
