@@ -68,12 +68,15 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ewif import validate
 from ewif.io import ModelSet
+
+if TYPE_CHECKING:
+    from ewif.batch import BatchCosts
 
 #: ``--engine`` choices (``auto``: recognised by content).
 ENGINES = ("auto", "vllm", "llama.cpp", "sglang")
@@ -457,7 +460,8 @@ def parse_cost_curves(specs: Sequence[str]) -> dict[str, list[float]]:
 
 def curves_from_file(path: str | Path, names: Sequence[str]) -> tuple[list[list[float]], dict]:
     """The measured cost curves of ``names`` (target first) from a model-set file whose target
-    is ``names[0]``, and what the file says of them (timing, catch-up flags)."""
+    is ``names[0]``, and what the file says of them (timing, catch-up flags, batched cost
+    curves)."""
     from ewif import io as model_io
 
     ms = model_io.load(path)
@@ -473,6 +477,12 @@ def curves_from_file(path: str | Path, names: Sequence[str]) -> tuple[list[list[
     extra: dict[str, Any] = {"timing": {n: timing[n] for n in names if n in timing}}
     if ms.catch_up is not None:
         extra["catch_up"] = [ms.catch_up[i] for i in idx]
+    if ms.batch_costs is not None:
+        from ewif.batch import BatchCosts
+
+        extra["batch_costs"] = BatchCosts(
+            {b: tuple(c[i] for i in idx) for b, c in ms.batch_costs.curves.items()}
+        )
     return [ms.cost_curve[i].tolist() for i in idx], extra
 
 
@@ -482,10 +492,12 @@ def model_set(
     curves: Sequence[Sequence[float]],
     *,
     catch_up: Sequence[bool] | None = None,
+    batch_costs: BatchCosts | None = None,
     metadata: Mapping[str, Any] | None = None,
 ) -> ModelSet:
-    """The ``csd.models/3`` set of target ``names[0]`` and drafter ``names[1]``: α at
-    lenience 1 and by position from ``acc``, the pass costs ``curves`` (one per name)."""
+    """The model set of target ``names[0]`` and drafter ``names[1]``: α at lenience 1 and by
+    position from ``acc``, the pass costs ``curves`` (one per name) and, when given, their
+    catch-up flags and batched cost curves."""
     names = tuple(names)
     if len(names) != 2:
         raise ValueError(
@@ -504,6 +516,7 @@ def model_set(
         metadata={**meta, "engine_metrics": acc.to_dict()},
         cost_curve=tuple(np.asarray(c, dtype=float) for c in curves),
         catch_up=None if catch_up is None else tuple(catch_up),
+        batch_costs=batch_costs,
     )
 
 

@@ -17,10 +17,14 @@ set's drafters one at a time, each as the engine's method of its kind:
   falls back to a bigram table, an engine's lookup drafts nothing without a match of its
   window. Measure the engine's own α with ``csd measure --from-metrics`` and recommend again.
 
-Pricing, all exact (the model set's costs, catch-up flags included):
+Pricing, all exact (the model set's costs, catch-up flags and batched cost curves included;
+a draft model as the engine runs it, :attr:`ewif.serving.engines.Engine.drafting`: llama.cpp
+evaluates the target's batch again on the drafter every step):
 
-* no batch sizes: each drafter at its best ``k`` (:func:`ewif.search.best_sd`), scored by
-  EWIF; the best drafter is emitted if its EWIF exceeds 1, else no speculation;
+* no batch sizes: each drafter at its best ``k`` (:func:`ewif.search.best_sd`; for an engine
+  that re-evaluates, the best :func:`ewif.batch.batch_ratio` at batch 1 over
+  ``k = 1..k_max``), scored by EWIF; the best drafter is emitted if its EWIF exceeds 1, else
+  no speculation;
 * batch sizes ``B_1..B_n``: each drafter's best ``k`` at every ``B`` and the throughput ratio
   against AR at that ``B`` (:func:`ewif.batch.best_draft_lengths`), merged into ranges
   (:func:`ewif.batch.schedule`). An engine that takes a per-batch-size schedule gets it
@@ -140,11 +144,18 @@ class Emission:
         }
 
 
-def single_k(model_set: ModelSet, drafter: str, sizes: Sequence[int], k_max: int) -> int:
+def single_k(
+    model_set: ModelSet,
+    drafter: str,
+    sizes: Sequence[int],
+    k_max: int,
+    drafting: str = "kv-cached",
+) -> int:
     """The ``k ∈ 0..k_max`` of the highest mean :func:`ewif.batch.batch_ratio` over ``sizes``
     (ties: the smaller ``k``; 0 = do not speculate)."""
     means = [
-        np.mean([batch_ratio(model_set, drafter, k, b) for b in sizes]) for k in range(k_max + 1)
+        np.mean([batch_ratio(model_set, drafter, k, b, drafting=drafting) for b in sizes])
+        for k in range(k_max + 1)
     ]
     return int(np.argmax(means))
 
@@ -162,20 +173,32 @@ def plans(model_set: ModelSet, eng: Engine, sizes: Sequence[int] | None, k_max: 
         if np.isnan(alpha[0, j]):
             continue
         method = NGRAM if is_proposer(model_set, d) else DRAFT_MODEL
-        if sizes is None:
+        drafting = eng.drafting if method == DRAFT_MODEL else "kv-cached"
+        if sizes is None and drafting == "kv-cached":
             sd = best_sd(model_set, [d])
             out.append(Plan(d, method, int(sd.K[0, 0]), sd.ewif))
             continue
-        choices = best_draft_lengths(model_set, d, sizes, k_max=k_max)
+        if sizes is None:  # ewif.search prices no re-evaluating drafter: ewif.batch at B = 1
+            (one,) = best_draft_lengths(model_set, d, [1], k_max=k_max, drafting=drafting)
+            k = max(one.k, 1)  # the best speculation, even if it loses to AR (then: none)
+            out.append(Plan(d, method, k, batch_ratio(model_set, d, k, 1, drafting=drafting)))
+            continue
+        choices = best_draft_lengths(model_set, d, sizes, k_max=k_max, drafting=drafting)
         ranges = tuple(schedule(choices))
         if _expressible(eng, ranges):
             k1 = ranges[0].k  # the first range starts at batch 1 in the emitted schedule
             emitted = ranges if len(ranges) > 1 else None
         else:
-            k1 = single_k(model_set, d, sizes, k_max)
-            choices = [BatchChoice(b, k1, batch_ratio(model_set, d, k1, b)) for b in sizes]
+            k1 = single_k(model_set, d, sizes, k_max, drafting)
+            choices = [
+                BatchChoice(b, k1, batch_ratio(model_set, d, k1, b, drafting=drafting))
+                for b in sizes
+            ]
             emitted = None
-        ewif = Cascade.from_model_set(model_set, [target, d], [[k1]]).ewif() if k1 else 1.0
+        if drafting == "kv-cached":
+            ewif = Cascade.from_model_set(model_set, [target, d], [[k1]]).ewif() if k1 else 1.0
+        else:
+            ewif = batch_ratio(model_set, d, k1, 1, drafting=drafting)
         out.append(Plan(d, method, k1, ewif, tuple(choices), emitted, ranges))
     if not out:
         raise ValueError("no drafter has a measured acceptance rate against the target")
@@ -352,8 +375,8 @@ def _llama_cpp(plan: Plan, target: str, drafter: str) -> tuple[list, str, list[s
         argv += [str(plan.k), "--spec-draft-n-min", "0", "--spec-draft-p-min", "0"]
         notes.append(
             "--spec-draft-p-min 0 and --spec-draft-n-min 0 make every draft k tokens long, as "
-            "priced; llama.cpp also feeds the drafter the target's k + 1 verified positions "
-            "each step, a drafter pass this price does not include"
+            "priced; so is llama-server's drafter pass over the target's k + 1 positions each "
+            "step (ewif.batch drafting 'reevaluate')"
         )
     elif plan.method == NGRAM:
         argv += ["--spec-type", "ngram-simple", "--spec-ngram-simple-size-n", str(LOOKUP_MAX)]

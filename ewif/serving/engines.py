@@ -51,7 +51,8 @@ class Engine:
     ``options``: every option name an emitted configuration may use (JSON/YAML keys, command
     flags or ``generate()`` keyword arguments); ``values``: the allowed values of options whose
     value is a name (e.g. a method); ``max_batch``: the largest batch size the engine runs
-    speculation at (None: any).
+    speculation at (None: any); ``drafting``: how it runs a draft model, as
+    :func:`ewif.batch.batch_ratio` prices it (:data:`ewif.batch.DRAFTING`).
     """
 
     key: str
@@ -61,6 +62,7 @@ class Engine:
     values: dict[str, frozenset[str]] = field(default_factory=dict)
     schedule: Literal["ranges", "thresholds"] | None = None
     max_batch: int | None = None
+    drafting: str = "kv-cached"
 
 
 # --- vLLM -------------------------------------------------------------------------------------
@@ -181,7 +183,9 @@ TRTLLM = Engine(
 # --spec-draft-n-min, --spec-draft-p-min, --spec-ngram-simple-size-n (lookup n-gram),
 # --spec-ngram-simple-size-m (drafted m-gram). The 2026 renames removed --draft/--draft-max/
 # --draft-min (arg_removed at this commit). The tests also read these flags from the real
-# `llama-server --help` when it is built.
+# `llama-server --help` when it is built. Drafting: after each target pass llama-server feeds
+# the drafter the target's whole batch again (tools/server/server-context.cpp,
+# TAG_SPEC_AVOID_DRAFT_REEVAL: "for now, always re-evaluate"), priced as "reevaluate".
 LLAMA_CPP = Engine(
     key="llama.cpp",
     name="llama.cpp (llama-server)",
@@ -206,6 +210,7 @@ LLAMA_CPP = Engine(
         }
     ),
     values={"--spec-type": frozenset({"draft-simple", "ngram-simple"})},
+    drafting="reevaluate",
 )
 
 # --- transformers -----------------------------------------------------------------------------

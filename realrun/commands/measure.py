@@ -196,7 +196,7 @@ def _run_from_metrics(args: argparse.Namespace) -> int:
         meta: dict = {"costs": f"cost curves of {args.costs}"}
         if extra["timing"]:
             meta["timing"] = extra["timing"]
-        catch_up = extra.get("catch_up")
+        catch_up, batch_costs = extra.get("catch_up"), extra.get("batch_costs")
     elif args.cost_curve:
         given = em.parse_cost_curves(args.cost_curve)
         if set(given) != set(names):
@@ -204,7 +204,8 @@ def _run_from_metrics(args: argparse.Namespace) -> int:
                 f"--cost-curve must give the curves of {list(names)} (the MODEL names), got "
                 f"{list(given)}"
             )
-        curves, meta, catch_up = [given[n] for n in names], {"costs": "--cost-curve"}, None
+        curves, meta = [given[n] for n in names], {"costs": "--cost-curve"}
+        catch_up = batch_costs = None
     else:
         raise ValueError(
             "--from-metrics needs pass costs: --costs FILE (a model set with measured cost "
@@ -212,7 +213,7 @@ def _run_from_metrics(args: argparse.Namespace) -> int:
         )
     acc = em.acceptance(counters)
     meta["metrics_files"] = [str(p) for p in args.from_metrics]
-    ms = em.model_set(acc, names, curves, catch_up=catch_up, metadata=meta)
+    ms = em.model_set(acc, names, curves, catch_up=catch_up, batch_costs=batch_costs, metadata=meta)
     model_io.save(ms, args.output)
     if args.json:
         print(

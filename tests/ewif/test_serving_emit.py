@@ -174,6 +174,19 @@ def test_the_schedule_by_batch_size_is_ewif_batch_as_the_engine_reads_it(
         assert em.plan.ewif == Cascade.from_model_set(ms, ["t", "d"], [[em.plan.k]]).ewif()
 
 
+def test_llama_cpp_is_priced_with_its_drafter_reevaluating_the_targets_batch():
+    ms = batch_set()
+    em = serving.emission(ms, "llama.cpp")
+    assert em.plan.ewif == batch_ratio(ms, "d", em.plan.k, 1, drafting="reevaluate")
+    assert em.plan.ewif < Cascade.from_model_set(ms, ["t", "d"], [[em.plan.k]]).ewif()
+    (plan,) = [p for p in serving.plans(ms, ENGINES["llama.cpp"], SIZES, 12) if p.drafter == "d"]
+    k = serving.single_k(ms, "d", SIZES, 12, "reevaluate")
+    assert plan.k == k
+    assert [c.ratio for c in plan.by_batch] == [
+        batch_ratio(ms, "d", k, b, drafting="reevaluate") for b in SIZES
+    ]
+
+
 def test_engines_without_a_schedule_get_the_one_k_of_the_best_mean_throughput():
     ms = batch_set()
     em = serving.emission(ms, "sglang", SIZES, k_max=12)

@@ -355,6 +355,22 @@ def test_costs_from_a_measured_set(tmp_path, capsys):
     assert "its target is 'qwen-1.5b', not 'x'" in capsys.readouterr().err
 
 
+def test_costs_carry_the_batched_cost_curves(tmp_path):
+    from dataclasses import replace
+
+    from ewif.batch import BatchCosts
+
+    source = io.load(ROOT / "realrun" / "data" / "models_qwen.json")
+    batched = BatchCosts({1: source.cost_curve, 4: tuple(3 * c for c in source.cost_curve)})
+    measured = io.save(replace(source, batch_costs=batched), tmp_path / "measured.json")
+    out = tmp_path / "set.json"
+    files = ["--from-metrics", str(FIXTURES / "vllm_metrics.prom")]
+    args = ["measure", "qwen-1.5b", "qwen-0.5b", *files, "--costs", str(measured), "-o", str(out)]
+    assert cli.main(args) == 0
+    got = io.load(out).batch_costs.curves
+    assert [c.tolist() for c in got[4]] == [(3 * source.cost_curve[i]).tolist() for i in (0, 1)]
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
