@@ -61,6 +61,22 @@ def test_a_fresh_llama_server_scrape_counts_from_zero(tmp_path):
         em.acceptance(em.read_counters([fresh]))
 
 
+def test_a_real_llama_server_capture():
+    """Two scrapes of a real llama-server (tiny GGUFs; see the fixtures' header): the first,
+    before any request, has zero totals and no per-position counter."""
+    before, after = FIXTURES / "llamacpp_tiny_before.prom", FIXTURES / "llamacpp_tiny_after.prom"
+    assert "per_pos" not in before.read_text()
+    c = em.read_counters([before, after], "llama.cpp")
+    assert (c.drafts, c.draft_tokens, c.accepted, c.per_position) == (
+        114,
+        442,
+        262,
+        (92, 72, 55, 43),
+    )
+    acc = em.acceptance(c)
+    assert acc.alpha == 262 / (114 + 92 + 72 + 55) and "lower bounds" in acc.notes[0]
+
+
 def test_llama_server_fixture():
     c = em.read_counters([FIXTURES / "llamacpp_metrics.prom"], "llama.cpp")
     assert (c.format, c.drafts, c.draft_tokens, c.accepted, c.k) == (
