@@ -521,12 +521,12 @@ def model_set(
 
 
 def _read(path: str | Path) -> str:
+    """The text of a metrics file; bytes that are not UTF-8 (a program's log may print a
+    partial multi-byte token) read as U+FFFD, counters are ASCII."""
     try:
-        return Path(path).read_text(encoding="utf-8")
+        return Path(path).read_text(encoding="utf-8", errors="replace")
     except OSError as exc:
         raise ValueError(f"cannot read metrics file {str(path)!r}: {exc.strerror}") from None
-    except UnicodeDecodeError:
-        raise ValueError(f"{path}: not UTF-8 text: not a metrics file") from None
 
 
 def _detect(text: str, source: str) -> str:

@@ -121,6 +121,18 @@ def test_speculative_simple_log_fixture():
     assert (twice.drafts, twice.accepted) == (2 * c.drafts, 2 * c.accepted)
 
 
+def test_a_real_speculative_simple_log():
+    """llama-speculative-simple's own output (tiny GGUFs; bytes that are not UTF-8 included)."""
+    c = em.read_counters([FIXTURES / "llama_speculative_simple_tiny.log"])
+    assert (c.format, c.drafts, c.draft_tokens, c.accepted, c.k) == (
+        "llama-speculative-simple",
+        26 - 8,
+        72,
+        8,
+        4,
+    )
+
+
 def simulate(alpha: float, k: int, steps: int, seed: int) -> np.ndarray:
     """Accepted tokens of ``steps`` drafts of ``k`` Bernoulli(α) tokens, left to right."""
     first_reject = np.random.default_rng(seed).geometric(1 - alpha, size=steps) - 1
