@@ -143,12 +143,21 @@ def split(
 MIN_PASSES = 30
 
 
-def timing_agreement(in_run: Mapping, timing: Mapping) -> dict[str, dict[str, dict]]:
+def timing_agreement(
+    in_run: Mapping,
+    timing: Mapping,
+    run_ar_s: float | None = None,
+    timed_ar_s: float | None = None,
+) -> dict[str, dict[str, dict]]:
     """The in-run mean pass time of every model and size ``m`` (``in_run``: a results file's
     ``metadata.in_run_pass_seconds``, pooled over the methods) against the measuring phase's
     timed mean at that ``m`` (``timing``: the model set's ``metadata.timing``, interpolated
     on its grid): ``{model: {m: {passes, run_mean_s, timed_mean_s, error}}}`` with
-    ``error = run/timed − 1``, for sizes with at least :data:`MIN_PASSES` passes."""
+    ``error = run/timed − 1``, for sizes with at least :data:`MIN_PASSES` passes. Given the
+    seconds of one AR token in the run (``run_ar_s``) and in the measuring phase
+    (``timed_ar_s``), also ``relative_error``: the same comparison with each pass in units of
+    its own phase's AR token — what a prediction uses, blind to a drift of the machine's speed
+    between the two phases."""
     pooled: dict[str, dict[int, list[float]]] = {}
     for per_model in in_run.values():
         for model, by_m in per_model.items():
@@ -166,10 +175,9 @@ def timing_agreement(in_run: Mapping, timing: Mapping) -> dict[str, dict[str, di
                 continue
             run = seconds / passes
             timed = float(np.interp(size, grid["m"], grid["seconds"]))
-            out.setdefault(model, {})[str(size)] = {
-                "passes": passes,
-                "run_mean_s": run,
-                "timed_mean_s": timed,
-                "error": run / timed - 1.0,
-            }
+            row = {"passes": passes, "run_mean_s": run, "timed_mean_s": timed}
+            row["error"] = run / timed - 1.0
+            if run_ar_s and timed_ar_s:
+                row["relative_error"] = (run / run_ar_s) / (timed / timed_ar_s) - 1.0
+            out.setdefault(model, {})[str(size)] = row
     return out

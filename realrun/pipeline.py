@@ -191,6 +191,8 @@ def run_pipeline(
         "timing_agreement": timing_agreement(
             results.metadata.get("in_run_pass_seconds", {}),
             model_set.metadata.get("timing", {}),
+            _ar_seconds(results),
+            model_set.metadata.get("ar_seconds_per_token"),
         ),
     }
     if rec is not None:
@@ -210,6 +212,12 @@ def given_cascade(names: Sequence[str], K: object, lenience: float, model_set: M
         )
     model_set.checked_lenience(lenience)
     return method
+
+
+def _ar_seconds(results: Results) -> float | None:
+    """Seconds per token of the run's autoregressive method (None without one)."""
+    ar = next((m for m in results.methods if m.kind == "autoregressive"), None)
+    return 1.0 / ar.tokens_per_s if ar is not None and ar.tokens_per_s > 0 else None
 
 
 def median_prediction_error(results: Results) -> float | None:

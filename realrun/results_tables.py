@@ -105,10 +105,16 @@ def format_results(results: Results) -> str:
     ]
     if worst:
         _, model, m, v = max(worst)
+        relative = [abs(v["relative_error"]) for _, _, _, v in worst if "relative_error" in v]
         rows.append(
             f"in-run vs timed mean pass: largest gap {100 * v['error']:+.1f}% ({model}, m={m}: "
             f"{1000 * v['run_mean_s']:.1f} vs {1000 * v['timed_mean_s']:.1f} ms, "
             f"{v['passes']} passes) over {len(worst)} sizes with >= 30 passes"
+            + (
+                f"; in units of each phase's AR token at most {100 * max(relative):.1f}%"
+                if relative
+                else ""
+            )
         )
     coverage = results.metadata.get("interval_coverage")
     if coverage is not None:

@@ -64,4 +64,9 @@ def test_timing_agreement_pools_methods_and_compares_with_the_timed_grid():
     assert got["t"]["2"]["error"] == pytest.approx(run / 0.11 - 1)
     assert "5" not in got["t"]  # too few passes (and beyond the grid)
     assert got["d"]["1"]["error"] == pytest.approx(0.25)
+    assert "relative_error" not in got["d"]["1"]
     assert timing_agreement(in_run, {}) == {}
+    # the run 25 % slower than the measuring phase, its AR too: no gap in AR-token units
+    drift = timing_agreement(in_run, timing, run_ar_s=0.0625, timed_ar_s=0.05)
+    assert drift["d"]["1"]["error"] == pytest.approx(0.25)
+    assert drift["d"]["1"]["relative_error"] == pytest.approx(0.0, abs=1e-12)
