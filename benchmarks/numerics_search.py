@@ -68,9 +68,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--mag", action="store_true", help="append Max-Gram")
     parser.add_argument("--limit", type=int, default=8, help="measuring prompts (default: 8)")
     parser.add_argument("--json", type=Path, help="write the results here")
+    parser.add_argument(
+        "--exhaustive-from",
+        type=Path,
+        help="take the exhaustive search from this earlier --json file (same machine, same "
+        "models) instead of running it again",
+    )
     args = parser.parse_args(argv)
     runs = {}
+    if args.exhaustive_from:
+        runs["exhaustive"] = json.loads(args.exhaustive_from.read_text())["exhaustive"]
     for name, exhaustive in (("exhaustive", True), ("staged", False)):
+        if name in runs:
+            continue
         measured, seconds = search(args.models, args.mag, args.limit, exhaustive)
         runs[name] = record(measured, seconds)
         del measured

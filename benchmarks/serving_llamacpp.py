@@ -102,9 +102,7 @@ def measured_set(sources, measuring, args) -> tuple[model_io.ModelSet, object]:
     )
     meta = {
         **ms.metadata,
-        "batch_timing": {
-            name: {str(b): t.to_dict() for b, t in per.items()} for name, per in timed.items()
-        },
+        "batch_timing": timed.to_dict(),
     }
     return replace(ms, batch_costs=costs, metadata=meta), family
 

@@ -20,6 +20,8 @@ and the presets in ``ewif/presets/`` use it. JSON or YAML (by extension)::
       cost_curve_stderr: [[0.01, 0.012, 0.02, 0.02], [0.0004, 0.0005], [0.0001], [0.0]]
     batch_cost_curve:                      # optional (/4): c_i(B, m), B rows of m positions
       "4": [[1.3, 1.45], [0.03, 0.04], [0.008], [0.0]]   # (ewif.batch.BatchCosts)
+    batch_reevaluate_curve:                # optional (/4): the same, one logit row in all
+      "4": [[1.3, 1.4], [0.03, 0.034], [0.008], [0.0]]   # (llama.cpp's re-evaluation pass)
     alpha:                                 # lenience -> (n+1)×(n+1) matrix
       "1": [[null, 0.73, 0.65, 0.40],      # alpha[r][j]: reviewer r accepts a token of j
             [null, null, 0.80, 0.50],      # (only r < j is read; null = not measured)
@@ -68,6 +70,7 @@ _SINCE = {
     "catch_up": "csd.models/3",
     "bootstrap": "csd.models/3",
     "batch_cost_curve": "csd.models/4",
+    "batch_reevaluate_curve": "csd.models/4",
 }
 
 
@@ -221,6 +224,8 @@ class ModelSet:
             out["bootstrap"] = self.bootstrap.to_dict()
         if self.batch_costs is not None:
             out["batch_cost_curve"] = self.batch_costs.to_dict()
+            if self.batch_costs.reevaluate is not None:
+                out["batch_reevaluate_curve"] = self.batch_costs.reevaluate_dict()
         out["metadata"] = self.metadata
         return out
 
@@ -251,10 +256,13 @@ class ModelSet:
         }
         try:
             boot, batched = data.get("bootstrap"), data.get("batch_cost_curve")
+            again = data.get("batch_reevaluate_curve")
+            if again is not None and batched is None:
+                raise ValueError("batch_reevaluate_curve needs batch_cost_curve")
             return cls(
                 **parsed,
                 bootstrap=None if boot is None else BootstrapData.from_dict(boot),
-                batch_costs=None if batched is None else BatchCosts.from_dict(batched),
+                batch_costs=None if batched is None else BatchCosts.from_dict(batched, again),
             )
         except ValueError as exc:
             raise ValueError(f"{source}: {exc}") from None
@@ -309,21 +317,23 @@ def _alpha_in(raw: Any, source: str) -> dict[float, np.ndarray]:
 
 def _by_position_in(raw: Any, source: str) -> dict[tuple[int, int], np.ndarray]:
     """The file's ``alpha_by_position``: ``'r,j'`` -> acceptance by draft position."""
-    if not isinstance(raw, dict):
-        raise ValueError(
-            f"{source}: alpha_by_position must be a mapping 'r,j' -> list of "
-            f"probabilities, got {raw!r}"
-        )
-    by_pos = {}
-    for key, curve in raw.items():
-        try:
-            r, j = (int(s) for s in str(key).split(","))
-        except ValueError:
-            raise ValueError(
-                f"{source}: alpha_by_position key {key!r} must be 'r,j' (two model indices)"
-            ) from None
-        by_pos[(r, j)] = validate.probabilities(f"{source}: alpha_by_position[{key}]", curve)
-    return by_pos
+    pairs = validate.keyed(
+        f"{source}: alpha_by_position",
+        raw,
+        _pair,
+        "'r,j' (two model indices)",
+        "list of probabilities",
+    )
+    return {
+        key: validate.probabilities(f"{source}: alpha_by_position[{key[0]},{key[1]}]", curve)
+        for key, curve in pairs.items()
+    }
+
+
+def _pair(key: str) -> tuple[int, int]:
+    """``'r,j'`` as two integers (ValueError otherwise)."""
+    r, j = (int(s) for s in key.split(","))
+    return r, j
 
 
 def _choice_in(raw: Any, source: str) -> CascadeChoice | None:

@@ -222,6 +222,22 @@ def comma_separated(name: str, text: str, convert: type, what: str) -> list:
         raise ValueError(f"{name} must be {what} separated by commas, got {text!r}") from None
 
 
+def keyed(
+    name: str, data: object, parse: Callable[[str], object], form: str, values: str
+) -> dict[object, object]:
+    """A file's mapping ``name`` with each key read by ``parse`` (a one-line ``ValueError``
+    when ``data`` is not a mapping of ``values``, or a key is not of the ``form`` asked)."""
+    if not isinstance(data, dict):
+        raise ValueError(f"{name} must be a mapping {form} -> {values}, got {shown(data)}")
+    out = {}
+    for key, value in data.items():
+        try:
+            out[parse(str(key))] = value
+        except ValueError:
+            raise ValueError(f"{name} key {key!r} must be {form}") from None
+    return out
+
+
 def name_values(option: str, specs: Sequence[str], form: str) -> dict[str, str]:
     """Repeatable ``option NAME=VALUE`` arguments (``--model-path``, ``--cost-curve``) as a
     mapping; ``form`` names the expected shape in the message. Each NAME once, both sides

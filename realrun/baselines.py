@@ -15,9 +15,8 @@ target's KV cache of ``prompt[:-1]`` is built before the clock starts and passed
 ``past_key_values``, so ``generate`` feeds the last prompt token and then decodes.
 Assisted and prompt lookup: transformers (5.x) produces *wrong* tokens for prompt lookup
 when given such a pre-filled cache (observed: greedy output differs from plain greedy), so
-these run from scratch and the separately timed prefill pass of the target over
-``prompt[:-1]`` (run just before, same shapes) is subtracted. The assistant's own prefill
-(one drafter pass over the prompt) stays included.
+these run from scratch and the separately timed prefill passes over ``prompt[:-1]`` (run
+just before, same shapes) of the target and of the assistant are subtracted.
 """
 
 from __future__ import annotations
@@ -26,8 +25,9 @@ import contextlib
 import inspect
 import logging
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from transformers import DynamicCache, GenerationConfig, PreTrainedModel
@@ -67,9 +67,12 @@ def hf_generate(
     *,
     assistant_model: PreTrainedModel | None = None,
     prompt_lookup_num_tokens: int | None = None,
+    generation: Mapping[str, Any] | None = None,
 ) -> HFGeneration:
     """Greedy ``model.generate`` on one prompt (token ids), optionally assisted by
-    ``assistant_model`` or by prompt lookup with ``prompt_lookup_num_tokens`` draft tokens."""
+    ``assistant_model`` or by prompt lookup with ``prompt_lookup_num_tokens`` draft tokens;
+    ``generation`` adds ``GenerationConfig`` fields (e.g. ``num_assistant_tokens``, as
+    ``csd recommend --emit transformers`` prints them)."""
     if not isinstance(model, PreTrainedModel):
         raise TypeError(f"model must be a transformers PreTrainedModel, got {type(model)!r}")
     ids = validate.prompt("prompt", prompt)
@@ -98,10 +101,13 @@ def hf_generate(
         top_p=None,
         top_k=None,
         **lookup,
+        **dict(generation or {}),
     )
     device = model.get_output_embeddings().weight.device
     start = time.perf_counter()
     cache = prefilled_cache(model, ids)
+    if assistant_model is not None:  # its own prefill, subtracted like the target's
+        prefilled_cache(assistant_model, ids)
     _sync(device)
     prefill = time.perf_counter() - start
     assisted = bool(extra or lookup)

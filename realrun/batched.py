@@ -20,10 +20,13 @@ rolls each row back to its context and feeds ``m`` fresh positions with logits f
 them (a review pass; the logits stay in the backend, as in a server).
 
 :func:`time_batched` times ``c(B, m)`` of every model for every ``B`` of ``rows`` and every
-``m`` of :func:`realrun.timing.grid`, all ``(model, B, m)`` passes in one shuffled order per
-round (interleaved, as :func:`realrun.timing.time_family`, so a drifting machine hits every
-point alike), the **mean** of the rounds with its standard error; :func:`batch_costs` turns
-the seconds into :class:`ewif.batch.BatchCosts` in a model set's unit.
+``m`` of :func:`realrun.timing.grid`, with the logit rows a run asks of such a pass
+(:func:`realrun.timing.logit_rows` per sequence) and, for a llama.cpp drafter, once more with
+one logit row in all (the pass llama.cpp's server makes when it re-evaluates the target's
+batch on the drafter), all passes in one shuffled order per round (interleaved, as
+:func:`realrun.timing.time_family`, so a drifting machine hits every point alike), the
+**mean** of the rounds with its standard error; :func:`batch_costs` turns the seconds into
+:class:`ewif.batch.BatchCosts` in a model set's unit.
 """
 
 from __future__ import annotations
@@ -31,33 +34,41 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
 
 from ewif import validate
 from ewif.batch import BatchCosts
-from realrun.timing import PassTiming, grid
+from realrun.timing import PassTiming, grid, logit_rows
 
 
 class BatchedRows(Protocol):
-    """``rows`` sequences of one model, prefilled once, timed pass by pass."""
+    """``rows`` sequences of one model (``drafter``: not the target), prefilled once, timed
+    pass by pass: ``outputs`` logit rows per sequence, or (``outputs=0``) one in all."""
 
     name: str
     rows: int
+    drafter: bool
+    one_output: bool  # whether a pass with one logit row in all can be timed
 
     def prefill(self, contexts: Sequence[Sequence[int]]) -> None: ...
 
-    def timed_pass(self, m: int, rng: random.Random) -> float: ...
+    def timed_pass(self, m: int, rng: random.Random, outputs: int) -> float: ...
 
 
 class LlamaCppRows:
     """``rows`` sequences of a :class:`~realrun.llamacpp_model.LlamaCppTokenModel`'s
     weights in a llama.cpp context of their own (module docstring)."""
 
-    def __init__(self, model, rows: int, context_tokens: int, max_m: int) -> None:
+    one_output = True
+
+    def __init__(
+        self, model, rows: int, context_tokens: int, max_m: int, drafter: bool = False
+    ) -> None:
         self.rows = validate.count("rows", rows, minimum=1)
-        self.name = model.name
+        self.name, self.drafter = model.name, drafter
         self._vocab_size = model.vocab_size
         lib = model._lib
         per_row = validate.count("context_tokens", context_tokens, minimum=1) + max_m + 1
@@ -102,12 +113,17 @@ class LlamaCppRows:
             self._decode([(t, p, seq, p == last) for p, t in enumerate(ctx)])
             self._lengths.append(len(ctx))
 
-    def timed_pass(self, m: int, rng: random.Random) -> float:
+    def timed_pass(self, m: int, rng: random.Random, outputs: int) -> float:
         entries = []
         for seq, length in enumerate(self._lengths):
             if not self._lib.llama_memory_seq_rm(self._memory, seq, length, -1):
                 raise RuntimeError(f"llama.cpp could not roll back row {seq} of {self.name!r}")
-            entries += [(rng.randrange(self._vocab_size), length + i, seq, True) for i in range(m)]
+            entries += [
+                (rng.randrange(self._vocab_size), length + i, seq, i >= m - outputs)
+                for i in range(m)
+            ]
+        if outputs == 0:  # one logit row in all: the last position of the batch
+            entries[-1] = (*entries[-1][:3], True)
         start = time.perf_counter()
         self._decode(entries)
         return time.perf_counter() - start
@@ -126,9 +142,11 @@ class TransformersRows:
     """``rows`` sequences of a :class:`~realrun.hf_model.HFTokenModel`'s model in one
     ``DynamicCache`` (module docstring)."""
 
-    def __init__(self, model, rows: int) -> None:
+    one_output = False  # transformers keeps the same positions' logits in every row
+
+    def __init__(self, model, rows: int, drafter: bool = False) -> None:
         self.rows = validate.count("rows", rows, minimum=1)
-        self.name = model.name
+        self.name, self.drafter = model.name, drafter
         self._model = model.model
         self._vocab_size = model.vocab_size
         self._cache_kw = getattr(model, "_cache_kw", "past_key_values")
@@ -157,13 +175,13 @@ class TransformersRows:
         self._cache = None
         self._forward([c[: self._length] for c in rows], 1)
 
-    def timed_pass(self, m: int, rng: random.Random) -> float:
+    def timed_pass(self, m: int, rng: random.Random, outputs: int) -> float:
         extra = self._cache.get_seq_length() - self._length
         if extra:
             self._cache.crop(-extra)
         ids = [[rng.randrange(self._vocab_size) for _ in range(m)] for _ in range(self.rows)]
         start = time.perf_counter()
-        self._forward(ids, m)
+        self._forward(ids, max(outputs, 1))
         return time.perf_counter() - start
 
 
@@ -175,6 +193,22 @@ def _rows_of(contexts: Sequence[Sequence[int]], rows: int) -> list[list[int]]:
     return [ctxs[r % len(ctxs)] for r in range(rows)]
 
 
+@dataclass(frozen=True)
+class BatchedTiming:
+    """What :func:`time_batched` measured: ``passes[model][B]`` with the logit rows a run
+    asks (:func:`realrun.timing.logit_rows` per sequence), and ``reevaluate[model][B]``, a
+    drafter's pass with one logit row in all (llama.cpp only)."""
+
+    passes: dict[str, dict[int, PassTiming]]
+    reevaluate: dict[str, dict[int, PassTiming]]
+
+    def to_dict(self) -> dict:
+        return {
+            kind: {n: {str(b): t.to_dict() for b, t in per.items()} for n, per in table.items()}
+            for kind, table in (("passes", self.passes), ("reevaluate", self.reevaluate))
+        }
+
+
 def time_batched(
     rows_of: Sequence[BatchedRows],
     contexts: Sequence[Sequence[int]],
@@ -184,41 +218,52 @@ def time_batched(
     warmup: int = 1,
     seed: int = 0,
     progress: Callable[[], object] | None = None,
-) -> dict[str, dict[int, PassTiming]]:
-    """``{model: {B: PassTiming over grid(max_m)}}`` of every batched-rows object (one per
-    model and ``B``), prefilled once with ``contexts``, timed in ``rounds`` interleaved
-    rounds after ``warmup`` untimed ones (module docstring)."""
+) -> BatchedTiming:
+    """Every batched-rows object (one per model and ``B``), prefilled once with
+    ``contexts``, timed over :func:`~realrun.timing.grid` ``(max_m)`` in ``rounds``
+    interleaved rounds after ``warmup`` untimed ones (module docstring); a drafter that can
+    is timed with one logit row in all too."""
     rounds = validate.count("rounds", rounds, minimum=1)
     warmup = validate.count("warmup", warmup)
     ms = grid(max_m)
     rng = random.Random(seed)
     for r in rows_of:
         r.prefill(contexts)
-    seconds: dict[tuple[int, int], list[float]] = {
-        (i, m): [] for i in range(len(rows_of)) for m in ms
-    }
+    keys = [(i, m, False) for i in range(len(rows_of)) for m in ms]
+    keys += [(i, m, True) for i, r in enumerate(rows_of) if r.drafter and r.one_output for m in ms]
+    seconds: dict[tuple[int, int, bool], list[float]] = {key: [] for key in keys}
     for n in range(warmup + rounds):
-        order = list(seconds)
-        rng.shuffle(order)
-        times = {(i, m): rows_of[i].timed_pass(m, rng) for i, m in order}
+        rng.shuffle(keys)
+        times = {
+            (i, m, one): rows_of[i].timed_pass(
+                m, rng, 0 if one else logit_rows(int(rows_of[i].drafter), m)
+            )
+            for i, m, one in keys
+        }
         if n >= warmup:
             for key, value in times.items():
                 seconds[key].append(value)
             if progress is not None:
                 progress()
-    out: dict[str, dict[int, PassTiming]] = {}
-    for i, r in enumerate(rows_of):
-        out.setdefault(r.name, {})[r.rows] = PassTiming.of(ms, [seconds[(i, m)] for m in ms])
-    return out
+    tables: tuple[dict, dict] = ({}, {})
+    for i, m, one in sorted(seconds):
+        if m == ms[0]:
+            r = rows_of[i]
+            tables[one].setdefault(r.name, {})[r.rows] = PassTiming.of(
+                ms, [seconds[(i, x, one)] for x in ms]
+            )
+    return BatchedTiming(*tables)
 
 
-def rows_for(model, rows: int, context_tokens: int, max_m: int) -> BatchedRows:
+def rows_for(
+    model, rows: int, context_tokens: int, max_m: int, drafter: bool = False
+) -> BatchedRows:
     """The batched rows of ``model`` for its backend (llama.cpp or transformers)."""
     from realrun.llamacpp_model import LlamaCppTokenModel
 
     if isinstance(model, LlamaCppTokenModel):
-        return LlamaCppRows(model, rows, context_tokens, max_m)
-    return TransformersRows(model, rows)
+        return LlamaCppRows(model, rows, context_tokens, max_m, drafter)
+    return TransformersRows(model, rows, drafter)
 
 
 def measure_batch_costs(
@@ -230,7 +275,7 @@ def measure_batch_costs(
     unit_seconds: float,
     rounds: int = 5,
     progress: Callable[[], object] | None = None,
-) -> tuple[BatchCosts, dict[str, dict[int, PassTiming]]]:
+) -> tuple[BatchCosts, BatchedTiming]:
     """:class:`~ewif.batch.BatchCosts` of a family (``models``: target first; proposers get
     flat zero curves) for every ``B`` of ``sizes`` over ``contexts``, in units of
     ``unit_seconds`` (the model set's AR token), with the timings behind them."""
@@ -240,8 +285,8 @@ def measure_batch_costs(
     if not sizes:
         raise ValueError("sizes must hold at least one batch size")
     longest = max(len(c) for c in contexts)
-    neural = [m for m in models if isinstance(m, TokenModel)]
-    rows = [rows_for(m, b, longest, max_m) for m in neural for b in sizes]
+    neural = [(i, m) for i, m in enumerate(models) if isinstance(m, TokenModel)]
+    rows = [rows_for(m, b, longest, max_m, drafter=i > 0) for i, m in neural for b in sizes]
     try:
         timed = time_batched(rows, contexts, max_m, rounds=rounds, progress=progress)
     finally:
@@ -250,18 +295,26 @@ def measure_batch_costs(
     return batch_costs(timed, [m.name for m in models], unit_seconds), timed
 
 
-def batch_costs(
-    timings: dict[str, dict[int, PassTiming]], names: Sequence[str], unit_seconds: float
-) -> BatchCosts:
-    """The :class:`~ewif.batch.BatchCosts` of ``timings`` for the models ``names`` (target
+def batch_costs(timed: BatchedTiming, names: Sequence[str], unit_seconds: float) -> BatchCosts:
+    """The :class:`~ewif.batch.BatchCosts` of ``timed`` for the models ``names`` (target
     first; a model without batched timings — a proposer — gets a flat zero curve, since
-    ewif prices proposers row by row) in units of ``unit_seconds``."""
+    ewif prices proposers row by row) in units of ``unit_seconds``; the re-evaluation curves
+    where a drafter has them (elsewhere the ordinary curve)."""
     if not unit_seconds > 0:
         raise ValueError(f"unit_seconds must be > 0, got {unit_seconds!r}")
-    sizes = sorted({b for per in timings.values() for b in per})
-    curves = {}
-    for b in sizes:
-        curves[b] = tuple(
-            timings[n][b].dense() / unit_seconds if n in timings else np.zeros(1) for n in names
-        )
-    return BatchCosts(curves)
+
+    def table(source: dict[str, dict[int, PassTiming]]) -> dict[int, tuple[np.ndarray, ...]]:
+        sizes = sorted({b for per in timed.passes.values() for b in per})
+        return {
+            b: tuple(
+                source[n][b].dense() / unit_seconds
+                if n in source
+                else timed.passes[n][b].dense() / unit_seconds
+                if n in timed.passes
+                else np.zeros(1)
+                for n in names
+            )
+            for b in sizes
+        }
+
+    return BatchCosts(table(timed.passes), table(timed.reevaluate) if timed.reevaluate else None)

@@ -20,9 +20,12 @@ server's own speculative counters (``llamacpp:spec_decode_*``).
 
 from __future__ import annotations
 
+import ctypes
 import json
+import signal
 import socket
 import subprocess
+import sys
 import threading
 import time
 import urllib.error
@@ -41,6 +44,15 @@ def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind((HOST, 0))
         return int(s.getsockname()[1])
+
+
+def _die_with_parent() -> None:
+    """In the server's process, before it starts: ask Linux to stop it when the process
+    that started it dies (``prctl(PR_SET_PDEATHSIG, SIGTERM)``), so a killed benchmark
+    leaves no server behind; nothing elsewhere."""
+    if sys.platform.startswith("linux"):
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG = 1
 
 
 class LlamaServer:
@@ -68,7 +80,11 @@ class LlamaServer:
     def __enter__(self) -> LlamaServer:
         cmd = [str(self.binary), *self.args, "--host", HOST, "--port", str(self.port)]
         self._proc = subprocess.Popen(
-            cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+            cmd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            preexec_fn=_die_with_parent,
         )
         threading.Thread(target=self._drain, daemon=True).start()
         deadline = time.monotonic() + self.start_timeout

@@ -307,11 +307,8 @@ def measure_costs(
             seed=seed,
             progress=bar.update,
         )
-    starts = [len(p) for p, _ in pairs]
     proposers = {
-        m.name: float(
-            np.mean([time_proposer(m, f, s, max_m) for f, s in zip(full, starts, strict=True)])
-        )
+        m.name: float(np.mean([time_proposer(m, p + c, len(p), max_m) for p, c in pairs]))
         for m in models
         if not isinstance(m, TokenModel)
     }

@@ -15,32 +15,39 @@ positions (:mod:`realrun.invariance`; greedy speculative decoding is lossless on
 On a GPU ``"auto"`` is bfloat16 (float16 where unsupported) and is not measured; the
 llama.cpp backend has one dtype, the file's own, so only the thread count is searched.
 
-Measuring every candidate in full (α, a cost curve of 5 rounds, batch invariance) took
-12.5 min for a 0.5B model here, 16 min on an AVX2 machine. The search below reaches the same
-winner with far less work, in four stages (:func:`measure_numerics`):
+Measuring every candidate in full (α, a cost curve, batch invariance) took 12.5 min for a
+0.5B model here (11.7 min with the interleaved harness), 16 min on an AVX2 machine. The
+search below reaches the same winner with far less work, in five stages
+(:func:`measure_numerics`):
 
-1. **α once.** Acceptance is measured on the first dtype only and every candidate is scored
-   with it: the dtypes differ in what a pass costs, not (beyond rounding) in what the
-   models predict. If another dtype wins, α is measured again in that dtype, so the model
-   set's α is always measured in the numerics it describes.
-2. **A bound from two passes.** For each thread count the target's ``m = 1, 2`` passes are
-   timed (``repeats`` rounds). No configuration can beat
+0. **A quick look, then the most promising first.** Every candidate's target is timed on
+   two passes (``m = 1, 2``, ``screen_repeats`` rounds, on the first measuring prompt); the
+   candidates are then taken fastest first (the dtypes in the order of their fastest
+   candidate, so each is loaded once), so the first one measured in full is usually the one
+   to beat and the others stop at the cheap stages below.
+1. **α once.** Acceptance is measured in the first candidate's dtype only and every
+   candidate is scored with it: the dtypes differ in what a pass costs, not (beyond
+   rounding) in what the models predict. If another dtype wins, α is measured again in that
+   dtype, so the model set's α is always measured in the numerics it describes.
+2. **A bound from the quick look.** No configuration can beat
 
        U = 1 / ((1 − α_max) · min(t_0(1), t_0(2)))   tokens/s,
 
    since a step makes at most ``Σ_i α_max^i < 1/(1 − α_max)`` tokens (``α_max`` the largest
-   acceptance the target grants any drafter, at any draft position) and pays at least one
-   target pass, which costs no less than ``min(t_0(1), t_0(2))`` (the curve does not dip
-   below its first two points; it rises with ``m`` beyond them). A candidate with
-   ``U`` below the best confirmed score cannot win and stops here.
-   Thread counts go from the most to one, so that the first candidate, measured in full,
-   is usually the one to beat.
+   acceptance the target grants any drafter — the α ewif prices; tested against the
+   recommendation on random sets) and pays at least one target pass, which costs no less
+   than ``min(t_0(1), t_0(2))`` (the curve does not dip below its first two points; it
+   rises with ``m`` beyond them). A candidate with ``U`` below the best confirmed score
+   cannot win and stops here.
 3. **A short curve.** Survivors get cost curves of every model from ``screen_repeats``
    rounds (after the warm-up). A candidate whose score from them falls more than
    ``margin`` below the best confirmed score stops here.
 4. **Confirmed.** The rest get the remaining ``repeats − screen_repeats`` rounds (pooled
    with the first: the same measurement as a full one) and their final score. Batch
    invariance is checked last, in order of score, until one candidate is eligible.
+
+``exhaustive=True`` measures every candidate in full (the baseline of
+``benchmarks/numerics_search.py``).
 """
 
 from __future__ import annotations
@@ -146,13 +153,10 @@ class _Candidate:
     family: Family | None
 
 
-def alpha_max(acceptance: Acceptance, n_models: int, max_position: int = 16) -> float:
-    """The largest acceptance the target grants any drafter: over the mean α of its row and
-    its conditional α by draft position (stage 2 of the module docstring)."""
-    row = acceptance.alpha(n_models)[1.0][0, 1:]
-    by_position = [c for (r, _), c in acceptance.by_position(max_position).items() if r == 0]
-    values = [float(np.nanmax(row))] + [float(c.max()) for c in by_position if c.size]
-    return max(values)
+def alpha_max(acceptance: Acceptance, n_models: int) -> float:
+    """The largest acceptance the target grants any drafter: the largest mean α of its row,
+    the α ewif prices (stage 2 of the module docstring)."""
+    return float(np.nanmax(acceptance.alpha(n_models)[1.0][0, 1:]))
 
 
 def throughput_bound(a_max: float, one: float, two: float) -> float:
@@ -181,7 +185,7 @@ def measure_numerics(
     decoding: Decoding,
     k_max: int,
     max_m: int | None = None,
-    repeats: int = 5,
+    repeats: int = 10,
     warmup: int = 1,
     screen_repeats: int = 2,
     exhaustive: bool = False,
@@ -251,43 +255,61 @@ def measure_numerics(
     confirmed: list[_Candidate] = []
     acceptance: Acceptance | None = None
     a_max, alpha_dtype = 0.0, ""
-    bar = tqdm(dtypes, desc="numerics", unit="dtype", disable=not progress or len(dtypes) == 1)
-    for name in bar:
-        family = load(name)
+    candidates = [(d, t) for d in dtypes for t in counts]
+    quick: dict[tuple[str, int], tuple[float, float]] = {}
+    loaded: dict[str, Family] = {}  # the family in use (at most one besides the leader)
+
+    def family_of(name: str) -> Family:
+        if name not in loaded:
+            loaded.clear()
+            gc.collect()
+            loaded[name] = load(name)
+        return loaded[name]
+
+    if len(candidates) > 1 and not exhaustive:  # stage 0: a quick look, fastest first
+        for name in dtypes:
+            family = family_of(name)
+            context = encode(measuring[0], family.tokenizer)
+            for t in counts:
+                set_threads(family, t)
+                two = time_passes(family.chain[0], context, 2, screen_repeats, warmup)
+                quick[(name, t)] = (two.seconds[0], two.seconds[1])
+        fastest = {d: min(min(quick[(d, t)]) for t in counts) for d in dtypes}
+        # the fastest dtype first (one load per dtype), fastest thread count first within it
+        candidates.sort(key=lambda c: (fastest[c[0]], min(quick[c])))
+    bar = tqdm(candidates, desc="numerics", unit="candidate", disable=not progress)
+    for name, t in bar:
+        family = family_of(name)
         if acceptance is None:
             acceptance = acceptance_of(family)
             a_max, alpha_dtype = alpha_max(acceptance, len(family.chain)), family.dtype
-        context = [int(x) for part in acceptance.typical_context() for x in part]
-        for t in counts:
-            set_threads(family, t)
-            best = max((c.trial.score for c in confirmed), default=0.0)
-            if confirmed and not exhaustive:
-                two = time_passes(family.chain[0], context, 2, repeats, warmup)
-                bound = throughput_bound(a_max, two.seconds[0], two.seconds[1])
-                if bound < best:
-                    trials.append(NumericsTrial(family.dtype, t, two.seconds[0], "bound", bound))
-                    continue
-            costs = costs_of(family, screen_repeats, warmup, seed=0)
-            rec = recommend(assembled(family, costs, t), k_max=k_max)
-            score = _score(rec, costs.unit_seconds)
-            if score < (1.0 - margin) * best and not exhaustive:
-                unit = costs.unit_seconds
-                trials.append(NumericsTrial(family.dtype, t, unit, "short curve", score, rec))
+        set_threads(family, t)
+        best = max((c.trial.score for c in confirmed), default=0.0)
+        if confirmed and (name, t) in quick:
+            one, two = quick[(name, t)]
+            bound = throughput_bound(a_max, one, two)
+            if bound < best:
+                trials.append(NumericsTrial(family.dtype, t, one, "bound", bound))
                 continue
-            if repeats > screen_repeats:
-                costs = costs.merged(costs_of(family, repeats - screen_repeats, 0, seed=1))
-            rec = recommend(assembled(family, costs, t), k_max=k_max)
+        costs = costs_of(family, screen_repeats, warmup, seed=0)
+        rec = recommend(assembled(family, costs, t), k_max=k_max)
+        score = _score(rec, costs.unit_seconds)
+        if score < (1.0 - margin) * best and not exhaustive:
             unit = costs.unit_seconds
-            trial = NumericsTrial(
-                family.dtype, t, unit, "confirmed", _score(rec, unit), rec, None, min_agreement
-            )
-            confirmed.append(_Candidate(trial, costs, family))
-        top = max(confirmed, key=lambda c: c.trial.score, default=None)
+            trials.append(NumericsTrial(family.dtype, t, unit, "short curve", score, rec))
+            continue
+        if repeats > screen_repeats:
+            costs = costs.merged(costs_of(family, repeats - screen_repeats, 0, seed=1))
+        rec = recommend(assembled(family, costs, t), k_max=k_max)
+        unit = costs.unit_seconds
+        trial = NumericsTrial(
+            family.dtype, t, unit, "confirmed", _score(rec, unit), rec, None, min_agreement
+        )
+        confirmed.append(_Candidate(trial, costs, family))
+        top = max(confirmed, key=lambda c: c.trial.score)
         for c in confirmed:
-            if top is None or c.trial.dtype != top.trial.dtype:
+            if c.trial.dtype != top.trial.dtype:
                 c.family = None
-        del family
-        gc.collect()
     assert acceptance is not None and confirmed
     chosen = _first_eligible(confirmed, acceptance, load, invariance_positions, exhaustive)
     trials += [c.trial for c in confirmed]

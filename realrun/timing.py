@@ -23,9 +23,9 @@ run pays them, in **rounds**:
   distribution and speculative sampling) — is timed too (:attr:`FamilyTiming.decoder`);
 * the **autoregressive reference** is timed as the run decodes it (:mod:`realrun.ar`:
   transformers' ``generate`` or our decoder with the target alone, prompt prefill
-  excluded), ``ar_tokens`` tokens a round: its seconds per token are the unit of every
-  cost curve (:attr:`FamilyTiming.ar_seconds_per_token`), so what AR pays beyond a bare
-  one-token pass (its loop, its sampler) is priced, not assumed away.
+  excluded), ``ar_tokens`` tokens a round (16 by default): its seconds per token are the
+  unit of every cost curve (:attr:`FamilyTiming.ar_seconds_per_token`), so what AR pays
+  beyond a bare one-token pass (its loop, its sampler) is priced, not assumed away.
 
 Every ``m`` is represented by the **mean** of its rounds, with its standard error (the
 median is kept beside it). Expected cost is a mean: a decoding run pays the mean of a
@@ -41,9 +41,15 @@ context (the numerics search's quick bound).
 continuation, as decoding calls it; ewif charges a leaf block of ``k`` tokens as ``k``
 generating passes, so its cost is the time per proposed token.
 
-Known approximation: a leaf drafter's catch-up pass feeds ``m = 2`` positions but needs
-one logit row; it is priced at the curve's ``m = 2`` (two rows). The second row's LM head
-is a few per cent of such a pass on the CPUs measured.
+Logit rows (:func:`logit_rows`). A pass computes the LM head only for the rows it returns,
+and on a small model with a large vocabulary that head is a sizeable part of a pass (Qwen2.5
+0.5B, 152k tokens: a second row made its two-position pass 15–18 % dearer). The target's
+passes of ``m`` positions are reviews, ``m`` rows; a drafter's passes of one or two positions
+are its generating passes — its own next token, or the catch-up pass that also feeds its last
+draft token or the reviewer's bonus token — one row; of three and more, reviews (a drafter
+that reviews lower ones), ``m`` rows. So a drafter's review of a one-token draft (two
+positions, two rows) is priced one row short, and a catch-up pass of three or more positions
+(after lower drafters' tokens) ``m − 1`` rows long.
 """
 
 from __future__ import annotations
@@ -227,6 +233,12 @@ class FamilyTiming:
         )
 
 
+def logit_rows(model: int, m: int) -> int:
+    """Logit rows a pass of model ``model`` (0: the target) over ``m`` positions returns in a
+    run (module docstring, "Logit rows"): ``m``, but 1 for a drafter's pass of one or two."""
+    return 1 if model > 0 and m <= 2 else m
+
+
 def time_family(
     models: Sequence[TokenModel],
     contexts: Sequence[Sequence[int]],
@@ -236,7 +248,7 @@ def time_family(
     decoding: Decoding,
     rounds: int = 8,
     warmup: int = 1,
-    ar_tokens: int = 8,
+    ar_tokens: int = 16,
     seed: int = 0,
     progress: Callable[[], object] | None = None,
 ) -> FamilyTiming:
@@ -267,7 +279,7 @@ def time_family(
         """(seconds of the pass, seconds of the decoder's verify after it — target only)."""
         tokens = ctx + [rng.randrange(vocab) for _ in range(m)]
         start = time.perf_counter()
-        logits = models[i].logits(tokens, m)
+        logits = models[i].logits(tokens, logit_rows(i, m))
         elapsed = time.perf_counter() - start
         work = _verify_seconds(logits, tokens[-m:-1], decoding, np_rng) if i == 0 else None
         return elapsed, work

@@ -62,7 +62,8 @@ def simulate_batch_sd(
         if proposer:
             step_cost += k * b * pass_price(model_set, j, 1, 1)
         elif drafting == "reevaluate":
-            step_cost += k * pass_price(model_set, j, b, 1) + pass_price(model_set, j, b, k + 1)
+            step_cost += k * pass_price(model_set, j, b, 1)
+            step_cost += pass_price(model_set, j, b, k + 1, one_output=True)
         elif catch_up:
             first = pass_price(model_set, j, b, (b + int(caught_up.sum())) / b)
             step_cost += first + (k - 1) * pass_price(model_set, j, b, 1)

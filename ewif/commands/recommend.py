@@ -287,10 +287,16 @@ def _emit_human(out: dict) -> str:
         "",
         "ready to run (option names from " + "; ".join(em["sources"]) + "):",
         em["text"],
-        "",
-        "notes:",
-        *[f"- {n}" for n in em["notes"]],
     ]
+    no = em.get("declined")
+    if no:
+        lines += [
+            "",
+            f"not emitted — the best speculation, {no['method']} {no['drafter']} k = {no['k']}, "
+            f"at {no['ewif']:.4f}x autoregressive decoding (to try it, or to check the 'no'):",
+            no["text"],
+        ]
+    lines += ["", "notes:", *[f"- {n}" for n in em["notes"]]]
     return "\n".join(lines)
 
 

@@ -90,6 +90,23 @@ class Plan:
 
 
 @dataclass(frozen=True)
+class Declined:
+    """The best speculation when none is emitted (it does not beat autoregressive decoding):
+    its plan and the configuration that would run it, to try or to check the 'no'."""
+
+    plan: Plan
+    config: dict[str, Any] | list[str]
+    text: str
+
+    def to_dict(self) -> dict[str, Any]:
+        p = self.plan
+        return {"drafter": p.drafter, "method": p.method, "k": p.k, "ewif": p.ewif} | {
+            "config": self.config,
+            "text": self.text,
+        }
+
+
+@dataclass(frozen=True)
 class Emission:
     """What ``csd recommend --emit`` prints: the chosen plan, the engine's configuration
     (``config``: a JSON/YAML mapping, a ``generate()`` keyword mapping, or the argument list
@@ -101,6 +118,7 @@ class Emission:
     config: dict[str, Any] | list[str]
     text: str
     notes: tuple[str, ...]
+    declined: Declined | None = None
 
     def option_names(self) -> set[str]:
         """Every option name the configuration uses (flags, keys of the engine's mapping)."""
@@ -141,6 +159,7 @@ class Emission:
             "text": self.text,
             "sources": [str(s) for s in self.engine.sources],
             "notes": list(self.notes),
+            "declined": None if self.declined is None else self.declined.to_dict(),
         }
 
 
@@ -245,6 +264,11 @@ def emission(
             sizes = kept
     candidates = plans(model_set, eng, sizes, k_max)
     best = max(candidates, key=lambda p: p.score)  # first of equals: the larger drafter
+    declined = None
+    if best.score <= 1.0 and best.k > 0:  # the best speculation, not emitted
+        target = paths.get(model_set.models[0], model_set.models[0])
+        config, text, _ = _RENDER[eng.key](best, target, paths.get(best.drafter, best.drafter))
+        declined = Declined(best, config, text)
     if best.score <= 1.0:  # k = 0 at every asked size, or EWIF <= 1 at batch 1
         if any(r.k for r in best.best_ranges or ()):
             notes.append(_one_k(eng, best))
@@ -265,7 +289,7 @@ def emission(
             "when measured (it drafts nothing without a match, Max-Gram falls back to a "
             "bigram); measure it with csd measure --from-metrics and recommend again",
         )
-    return Emission(eng, best, target, config, text, (*notes, *more))
+    return Emission(eng, best, target, config, text, (*notes, *more), declined)
 
 
 def _expressible(eng: Engine, ranges: Sequence[ScheduleRange]) -> bool:
@@ -403,6 +427,12 @@ def _transformers(plan: Plan, target: str, drafter: str) -> tuple[dict, str, lis
             "assistant_model is the model loaded from the path given; "
             "assistant_confidence_threshold 0.0 keeps every draft k tokens long (the default "
             "0.4 stops drafts early)"
+        )
+        notes.append(
+            "the EWIF is priced with the passes a KV-cached decoder pays (csd's own); "
+            "transformers' assisted generation adds a generate() call of the assistant per "
+            "step, so read it as an upper bound (docs/serving.md: measured 0.60x where 0.85x "
+            "was priced on a 1.5B/0.5B pair)"
         )
     elif plan.method == NGRAM:
         kwargs = {"prompt_lookup_num_tokens": plan.k, "max_matching_ngram_size": LOOKUP_MAX}

@@ -95,8 +95,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--max-m", type=int, default=None, help="time passes of m = 1..MAX_M (default 2 x --k-max)"
     )
-    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument(
+        "--repeats",
+        type=int,
+        default=10,
+        help="timing rounds of the cost curves (interleaved, over the measuring contexts)",
+    )
     parser.add_argument("--warmup", type=int, default=1)
+    parser.add_argument(
+        "--batch-sizes",
+        metavar="B,B,...",
+        help="also time batched passes of B rows (a serving engine's step; written as "
+        "batch_cost_curve, csd.models/4; default: none)",
+    )
     parser.add_argument("-o", "--output", required=True, help="model-set file to write")
     metrics = parser.add_argument_group(
         "from a serving engine's counters (no model is run; MODEL MODEL name the target and "
@@ -168,14 +179,39 @@ def run(args: argparse.Namespace) -> int:
         warmup=args.warmup,
         **model_options(args),
     )
-    model_io.save(measured.model_set, args.output)
+    model_set = measured.model_set
+    if args.batch_sizes:
+        model_set = _with_batch_costs(model_set, measured.family, measuring, args)
+    model_io.save(model_set, args.output)
     if args.json:
-        print(json.dumps(measured.model_set.to_dict(), indent=2))
+        print(json.dumps(model_set.to_dict(), indent=2))
     else:
         print(*measured.summary, sep="\n")
-        print(format_model_set(measured.model_set))
+        print(format_model_set(model_set))
         print(f"written: {args.output}  (next: csd recommend --from {args.output})")
     return 0
+
+
+def _with_batch_costs(model_set, family, measuring, args: argparse.Namespace):
+    """``model_set`` with the family's batched pass costs at ``--batch-sizes``
+    (:func:`realrun.batched.measure_batch_costs`, on the measuring prompts)."""
+    from dataclasses import replace
+
+    from ewif import validate
+    from realrun.batched import measure_batch_costs
+    from realrun.prompts import encode
+
+    sizes = validate.comma_separated("--batch-sizes", args.batch_sizes, int, "batch sizes")
+    costs, timed = measure_batch_costs(
+        family.chain,
+        [encode(p, family.tokenizer) for p in measuring],
+        sizes,
+        max_m=args.k_max + 1,
+        unit_seconds=model_set.metadata["ar_seconds_per_token"],
+        rounds=args.repeats,
+    )
+    meta = {**model_set.metadata, "batch_timing": timed.to_dict()}
+    return replace(model_set, batch_costs=costs, metadata=meta)
 
 
 def _run_from_metrics(args: argparse.Namespace) -> int:

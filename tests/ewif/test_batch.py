@@ -164,7 +164,7 @@ def test_batch_costs_read_like_curves_in_m_and_linearly_in_b():
     assert back.to_dict() == bc.to_dict()
     with pytest.raises(ValueError, match="same number of models"):
         BatchCosts({1: (np.ones(2), np.ones(2)), 2: (np.ones(2),)})
-    with pytest.raises(ValueError, match="batch sizes"):
+    with pytest.raises(ValueError, match="key 'two' must be a batch size"):
         BatchCosts.from_dict({"two": [[1.0]]})
 
 
@@ -185,6 +185,32 @@ def test_batched_curves_equal_to_the_total_position_reading_change_nothing():
     batched = io.ModelSet(**{**vars(base), "batch_costs": BatchCosts(per_b)})
     for b, k in [(1, 3), (2, 2), (4, 1)]:
         assert batch_ratio(batched, "d", k, b) == pytest.approx(batch_ratio(base, "d", k, b))
+
+
+def test_reevaluation_curves_price_the_one_row_pass():
+    ms = batched_set()
+    cheaper = {
+        b: tuple(c * (0.5 if i == 1 else 1.0) for i, c in enumerate(per))
+        for b, per in ms.batch_costs.curves.items()
+    }
+    one_row = io.ModelSet(**{**vars(ms), "batch_costs": BatchCosts(ms.batch_costs.curves, cheaper)})
+    bc, a = one_row.batch_costs, ALPHA["d"]
+    want = (
+        (1 + a + a * a)
+        * bc.at(0, 2, 1)
+        / (bc.at(0, 2, 3) + 2 * bc.at(1, 2, 1) + bc.at(1, 2, 3, one_output=True))
+    )
+    got = batch_ratio(one_row, "d", 2, 2, drafting="reevaluate")
+    assert got == pytest.approx(want, rel=1e-12)
+    assert got > batch_ratio(ms, "d", 2, 2, drafting="reevaluate")
+    est = simulate_batch_sd(one_row, "d", 2, 4, steps=20_000, drafting="reevaluate", seed=3)
+    assert est.contains(batch_ratio(one_row, "d", 2, 4, drafting="reevaluate"))
+    back = io.ModelSet.from_dict(one_row.to_dict())
+    assert back.batch_costs.reevaluate_dict() == bc.reevaluate_dict()
+    with pytest.raises(ValueError, match="batch_reevaluate_curve needs batch_cost_curve"):
+        io.ModelSet.from_dict({**model_set().to_dict(), "batch_reevaluate_curve": {"1": [[1]]}})
+    with pytest.raises(ValueError, match="one curve per model"):
+        BatchCosts(ms.batch_costs.curves, {1: (np.ones(2),)})
 
 
 def test_reevaluate_drafting_by_hand_and_against_the_witness():

@@ -208,6 +208,26 @@ def test_no_speculation_when_nothing_beats_autoregressive(capsys):
     assert serving.emission(ms, "vllm").config == {}
 
 
+@pytest.mark.parametrize("key", sorted(ENGINES))
+def test_a_declined_speculation_comes_with_its_configuration(key, capsys):
+    """Where nothing beats AR the best speculation is still rendered (not emitted), with
+    its EWIF and only the engine's option names; where speculation is emitted, nothing is
+    declined."""
+    alpha = np.full((2, 2), np.nan)
+    alpha[0, 1] = 0.05
+    ms = io.ModelSet(("t", "d"), np.array([1.0, 0.6]), np.zeros(2), {1.0: alpha})
+    em = serving.emission(ms, key)
+    no = em.declined
+    assert no is not None and no.plan.k >= 1 and no.plan.ewif < 1.0
+    if ENGINES[key].drafting == "kv-cached":  # priced as ewif's best plain SD
+        sd = best_sd(ms, ["d"])
+        assert no.plan.k == int(sd.K[0, 0]) and no.plan.ewif == pytest.approx(sd.ewif)
+    shown = serving.Emission(em.engine, no.plan, em.target, no.config, no.text, ())
+    assert shown.option_names() and shown.option_names() <= ENGINES[key].options
+    assert em.to_dict()["declined"]["k"] == no.plan.k
+    assert serving.emission(batch_set(), key).declined is None
+
+
 def test_model_paths_replace_names():
     em = serving.emission(batch_set(), "llama.cpp", paths={"t": "/m/t.gguf", "d": "/m/d.gguf"})
     assert em.config[:4] == ["-m", "/m/t.gguf", "-md", "/m/d.gguf"]

@@ -77,6 +77,17 @@ def test_a_real_llama_server_capture():
     assert acc.alpha == 262 / (114 + 92 + 72 + 55) and "lower bounds" in acc.notes[0]
 
 
+def test_a_real_qwen_llama_server_capture():
+    """The α round trip of benchmarks/serving_llamacpp.py: a real llama-server serving the
+    Qwen2.5-Coder 1.5B/0.5B pair (see the fixture's header)."""
+    c = em.read_counters([FIXTURES / "llamacpp_qwen_round_trip.prom"], "llama.cpp")
+    assert (c.drafts, c.draft_tokens, c.accepted, c.k) == (134, 506, 357, 4)
+    assert c.per_position == (112, 93, 81, 71)
+    acc = em.acceptance(c)
+    assert acc.reviewed == 134 + 112 + 93 + 81 and acc.alpha == pytest.approx(357 / 420)
+    assert acc.low < 0.85 < acc.high and [p.accepted for p in acc.by_position] == [112, 93, 81, 71]
+
+
 def test_llama_server_fixture():
     c = em.read_counters([FIXTURES / "llamacpp_metrics.prom"], "llama.cpp")
     assert (c.format, c.drafts, c.draft_tokens, c.accepted, c.k) == (

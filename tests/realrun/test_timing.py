@@ -11,7 +11,7 @@ from realrun.measure import Costs, relative_curves
 from realrun.timing import FamilyTiming, PassTiming, grid, time_family, time_passes
 from simulate.decoder.sampling import Decoding
 
-VOCAB = 16
+VOCAB = 1000  # large enough that random fresh tokens never match the cache
 
 
 class Clock:
@@ -89,7 +89,7 @@ def test_every_round_times_every_pass_and_ar_once_cycling_contexts(fake_clock):
     assert set(got.passes) == {"target", "draft"}
     for t in got.passes.values():
         assert t.m == grid(3) and all(len(s) == 4 for s in t.samples)
-    assert got.ar_tokens == (8,) * 4 and len(got.ar_seconds) == 4
+    assert got.ar_tokens == (16,) * 4 and len(got.ar_seconds) == 4
     assert got.ar_seconds_per_token == pytest.approx(1.1)
     assert got.decoder is not None and all(len(s) == 4 for s in got.decoder.samples)
     rounds, cur = [], []
@@ -104,29 +104,36 @@ def test_every_round_times_every_pass_and_ar_once_cycling_contexts(fake_clock):
     for r in rounds:
         ctx = r[0][1]
         assert r[:2] == [("target", ctx, 1), ("draft", ctx, 1)]
-        timed = sorted((name, length - ctx) for name, length, _ in r[2:] if name != "ar")
-        assert timed == sorted((n, m) for n in ("target", "draft") for m in (1, 2, 3))
-        assert [c for c in r if c[0] == "ar"] == [("ar", ctx, 8)]
+        timed = sorted((name, length - ctx, n) for name, length, n in r[2:] if name != "ar")
+        # a drafter's passes of 1 or 2 positions return one logit row (generation, catch-up)
+        rows = {("target", 1): 1, ("target", 2): 2, ("target", 3): 3}
+        rows |= {("draft", 1): 1, ("draft", 2): 1, ("draft", 3): 3}
+        assert timed == sorted((n, m, rows[(n, m)]) for n in ("target", "draft") for m in (1, 2, 3))
+        assert [c for c in r if c[0] == "ar"] == [("ar", ctx, 16)]
     # interleaved: in some round a draft pass comes between two target passes
     order = ["".join(name[0] for name, *_ in r[2:] if name != "ar") for r in rounds]
     assert any("tdt" in o for o in order)
 
 
 def test_interleaving_cancels_a_drifting_machine(fake_clock):
-    """The machine slows down by half over the measurement. Timed one model after the other
-    (the old harness), the drafter's cost relative to the target's is off by about 20 %;
-    timed in interleaved rounds it is within 3 % of the truth (0.2)."""
-    clock, _, models, ar = family(drift=0.02)
+    """The machine slows down steadily, to about 0.6 of its speed by the end of the
+    measurement. Timed one model after the other (the old harness), the drafter's cost
+    relative to the target's is off by about 13 %; timed in interleaved rounds it is within
+    1 % of the truth (0.2)."""
+    clock, _, models, ar = family(drift=0.001)
     fake_clock(clock)
-    got = time_family(models, [[1] * 8], 4, ar=ar, decoding=Decoding(), rounds=30, seed=3)
+    got = time_family(
+        models, [[1] * 8], 4, ar=ar, decoding=Decoding(), rounds=30, seed=3, ar_tokens=8
+    )
+    assert 1.5 < 1 + 0.001 * clock.now < 2.0  # how much slower the end is than the start
     ratio = np.array(got.passes["draft"].seconds) / np.array(got.passes["target"].seconds)
-    np.testing.assert_allclose(ratio, 0.2, rtol=0.03)
-    clock2, _, models2, _ = family(drift=0.02)
+    np.testing.assert_allclose(ratio, 0.2, rtol=0.01)
+    clock2, _, models2, _ = family(drift=0.001)
     fake_clock(clock2)
     one = time_passes(models2[0], [1] * 8, 4, repeats=30)
     two = time_passes(models2[1], [1] * 8, 4, repeats=30)
     blocked = np.array(two.seconds) / np.array(one.seconds)
-    assert abs(blocked.mean() / 0.2 - 1) > 0.1
+    assert (blocked / 0.2 - 1 > 0.1).all()
 
 
 def test_relative_curves_price_the_decoder_and_the_ar_unit():
