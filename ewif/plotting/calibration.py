@@ -179,7 +179,7 @@ def draw_calibration(
             ecolor=style.COLOURS[0],
             elinewidth=1.2,
             capsize=3,
-            label="interval of the prediction (bootstrap over measuring prompts)",
+            label="90 % interval of the prediction (ewif.bootstrap)",
         )
     with_swi = [p for p in paired if p.swi is not None]
     if with_swi:
