@@ -12,6 +12,7 @@ when no results file is given).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -52,9 +53,9 @@ PROMPT_TEXTS = [
 ]
 
 
-def build_tokenizer() -> PreTrainedTokenizerFast:
-    """WordLevel tokenizer over :data:`WORDS`."""
-    vocab = {w: i for i, w in enumerate(WORDS)}
+def build_tokenizer(words: Sequence[str] = WORDS) -> PreTrainedTokenizerFast:
+    """WordLevel tokenizer over ``words`` (token id = index), :data:`WORDS` by default."""
+    vocab = {w: i for i, w in enumerate(words)}
     backend = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
     backend.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
     return PreTrainedTokenizerFast(

@@ -72,18 +72,7 @@ def _swapped(a: str, b: str):
     words = list(WORDS)
     i, j = words.index(a), words.index(b)
     words[i], words[j] = words[j], words[i]
-    from tokenizers import Tokenizer, models, pre_tokenizers
-    from transformers import PreTrainedTokenizerFast
-
-    backend = Tokenizer(models.WordLevel({w: k for k, w in enumerate(words)}, unk_token="<unk>"))
-    backend.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
-    return PreTrainedTokenizerFast(
-        tokenizer_object=backend,
-        unk_token="<unk>",
-        bos_token="<bos>",
-        eos_token="<eos>",
-        pad_token="<pad>",
-    )
+    return build_tokenizer(words)
 
 
 def test_shared_vocabulary(tiny_models):
