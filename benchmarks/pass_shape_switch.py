@@ -7,7 +7,7 @@ another size rebuilds it. A decoding run mostly repeats its sizes, the shuffled 
 grid this measures, interleaved in shuffled rounds over random contexts of 80–300 tokens,
 side by side in one process:
 
-* ``mixed`` — the pass as a shuffled round meets it (after a pass of another size);
+* ``mixed`` — the pass as a shuffled round meets it (mostly after a pass of another size);
 * ``steady`` — the second of two passes of the same size (the first untimed);
 * the autoregressive stretch: 16 one-token passes in a row, per token.
 
@@ -39,15 +39,11 @@ from realrun.hf_model import HFTokenModel
 from realrun.llamacpp_model import LlamaCppTokenModel
 from realrun.loading import load_model
 from realrun.pipeline import cpu_description
-from realrun.timing import grid
+from realrun.timing import grid, logit_rows
 
 THREADS = 2
 MAX_M = 12
-
-
-def rows(m: int) -> int:
-    """Logit rows as a drafter's pass asks (one for one or two positions)."""
-    return 1 if m <= 2 else m
+DRAFTER = 1  # every measured model is timed as a drafter: its logit rows (realrun.timing)
 
 
 def measure(model, rounds: int, seed: int = 0) -> dict:
@@ -56,20 +52,19 @@ def measure(model, rounds: int, seed: int = 0) -> dict:
     vocab = model.vocab_size
     contexts = [[rng.randrange(vocab) for _ in range(rng.randrange(80, 300))] for _ in range(6)]
     ms = grid(MAX_M)
-    mixed: dict[int, list[float]] = {m: [] for m in ms}
-    steady: dict[int, list[float]] = {m: [] for m in ms}
-    ar: list[float] = []
+    kinds = [("mixed", m) for m in ms] + [("steady", m) for m in ms] + [("ar", 1)]
+    seconds: dict[tuple[str, int], list[float]] = {key: [] for key in kinds}
 
     def timed(ctx: list[int], m: int) -> float:
         tokens = ctx + [rng.randrange(vocab) for _ in range(m)]
         start = time.perf_counter()
-        model.logits(tokens, rows(m))
+        model.logits(tokens, logit_rows(DRAFTER, m))
         return time.perf_counter() - start
 
     for r in range(rounds + 1):  # round 0 warms up
         ctx = contexts[r % len(contexts)]
         model.logits(ctx, 1)
-        order = [("mixed", m) for m in ms] + [("steady", m) for m in ms] + [("ar", 1)]
+        order = list(kinds)
         rng.shuffle(order)
         for kind, m in order:
             if kind == "ar":
@@ -79,21 +74,21 @@ def measure(model, rounds: int, seed: int = 0) -> dict:
                 for _ in range(16):
                     seq.append(rng.randrange(vocab))
                     model.logits(seq, 1)
-                seconds = (time.perf_counter() - start) / 16
-            elif kind == "steady":
-                timed(ctx, m)
-                seconds = timed(ctx, m)
+                took = (time.perf_counter() - start) / 16
             else:
-                seconds = timed(ctx, m)
+                if kind == "steady":
+                    timed(ctx, m)  # untimed: the timed pass follows one of its own size
+                took = timed(ctx, m)
             if r > 0:
-                (ar if kind == "ar" else mixed[m] if kind == "mixed" else steady[m]).append(seconds)
+                seconds[kind, m].append(took)
+    mean = {key: float(np.mean(values)) for key, values in seconds.items()}
     return {
-        "ar_per_token_s": float(np.mean(ar)),
+        "ar_per_token_s": mean["ar", 1],
         "by_m": {
             str(m): {
-                "mixed_s": float(np.mean(mixed[m])),
-                "steady_s": float(np.mean(steady[m])),
-                "mixed_over_steady": float(np.mean(mixed[m]) / np.mean(steady[m])),
+                "mixed_s": mean["mixed", m],
+                "steady_s": mean["steady", m],
+                "mixed_over_steady": mean["mixed", m] / mean["steady", m],
             }
             for m in ms
         },
