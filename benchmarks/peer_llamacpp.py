@@ -70,6 +70,7 @@ from ewif.cascade import Cascade
 from ewif.io import ModelSet
 from realrun.commands.measure import threads_arg
 from realrun.engine_metrics import SIMPLE_STATS, iid_alpha
+from realrun.llamacpp_model import program_flags
 from realrun.pipeline import run_pipeline, split_prompts
 from realrun.prompts import Prompt, encode
 from simulate.decoder.sampling import Decoding
@@ -190,6 +191,7 @@ def peer_commands(
         "4096",
         "--seed",
         "0",
+        *program_flags(),  # weights loaded as our backend loads them
     ]
     out = {
         "llama.cpp AR": [

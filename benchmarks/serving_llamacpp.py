@@ -61,6 +61,7 @@ from ewif.batch import batch_ratio
 from realrun.batched import measure_batch_costs
 from realrun.engine_metrics import acceptance, parse_counters
 from realrun.llama_server import LlamaServer, synchronized_rounds
+from realrun.llamacpp_model import program_flags
 from realrun.measure import measure_acceptance
 from realrun.numerics import measure_numerics
 from realrun.pipeline import cpu_description, split_prompts
@@ -126,7 +127,7 @@ def serve(binary, flags, batch, prompts, args) -> tuple[object, str]:
     """One server run with ``flags`` (they name the models) and ``-np batch``:
     synchronized rounds, then its /metrics text."""
     context = batch * (max(len(p) for p in prompts) + args.n_predict + args.k_max + 16)
-    extra = ["-np", str(batch), "-c", str(context), "-t", str(args.threads)]
+    extra = ["-np", str(batch), "-c", str(context), "-t", str(args.threads), *program_flags()]
     extra += ["-tb", str(args.threads)]
     with LlamaServer(binary, [*flags, *extra]) as server:
         rounds = synchronized_rounds(server, prompts, batch, args.rounds // 2, args.n_predict)
@@ -298,6 +299,7 @@ def alpha_round_trip(binary, family, prompts, set_path, paths, args, metrics_dir
     flags += ["--spec-draft-n-max", str(k), "--spec-draft-n-min", "0", "--spec-draft-p-min", "0"]
     context = max(len(p) for p in prompts) + args.measure_tokens + 32
     flags += ["-np", "1", "-c", str(context), "-t", str(args.threads), "--metrics"]
+    flags += program_flags()
     with LlamaServer(binary, flags) as server:
         for p in prompts:
             body = {"prompt": p, "n_predict": args.measure_tokens, "temperature": 0.0}

@@ -12,11 +12,16 @@ A replicate resamples **whole prompts** with replacement (acceptances within a p
 correlated; prompts are the independent unit), the same draw for every pair, and recomputes
 every α; it draws each model's curve as ``c_i·exp(z_i·se_i/c_i)`` (a point ``c_i = 0``
 stays 0) with one standard normal ``z_i`` per model (the timing of a model drifts as a
-whole; multiplicative, so a noisy point never turns negative), renormalised so the
-target's one-token pass — the unit — stays 1 (its own standard error thereby moves every
-ratio). The exact EWIF of one configuration on ``B`` replicates gives the percentile
-interval ``[q_{(1−level)/2}, q_{(1+level)/2}]`` (:func:`prediction_interval`). Seeded: the
-same call gives the same interval.
+whole; multiplicative, so a noisy point never turns negative), and the unit — the target's
+first point, one autoregressive token, timed apart from the passes — as
+``c_0(1)·exp(z_u·se_0(1)/c_0(1))`` with a standard normal ``z_u`` of its own; then every
+curve is renormalised so the unit stays 1. The unit's error thereby moves every ratio
+``c_i(m)/c_0(1)``, the target's own review passes included: drawn with the target's ``z_0``,
+an error of the unit the size of the passes' would cancel in them, and an SD with a free
+proposer (Max-Gram) would get no cost uncertainty at all. The exact EWIF of one
+configuration on ``B`` replicates gives the percentile interval
+``[q_{(1−level)/2}, q_{(1+level)/2}]`` (:func:`prediction_interval`). Seeded: the same call
+gives the same interval.
 
 Few prompts. The plain percentile bootstrap of a mean over ``P`` prompts under-covers (its
 variance is ``(P−1)/P`` of the unbiased one, and it uses normal rather than Student
@@ -227,7 +232,8 @@ def replicate_sets(
                 _drawn(c, s, zi)
                 for c, s, zi in zip(model_set.cost_curve, data.cost_curve_stderr, z, strict=True)
             ]
-            unit = curves[0][0]
+            c0, s0 = model_set.cost_curve[0][:1], data.cost_curve_stderr[0][:1]
+            unit = curves[0][0] = _drawn(c0, s0, rng.standard_normal())[0]  # z_u: its own
             curves = tuple(c / unit for c in curves)
             changes.update(cost_curve=curves, cost=np.array([c[0] for c in curves]))
         out.append(dataclasses.replace(model_set, **changes))

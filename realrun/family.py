@@ -76,7 +76,8 @@ def load_family(
 
         loaded, tokenizer = load_gguf_models(sources, names=names, device=device, dtype=dtype)
         chain: list[TokenModel | Proposer] = list(loaded)
-        dtype_name, device_name = f"gguf:{loaded[0].file_type}", "cpu"
+        repack = "" if loaded[0].extra_buffers else ", no repack (AMX)"
+        dtype_name, device_name = f"gguf:{loaded[0].file_type}{repack}", "cpu"
     else:
         loaded = [
             load_model(s, device=device, dtype=dtype, name=None if names is None else names[i])

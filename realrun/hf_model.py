@@ -7,9 +7,16 @@
    ``len(tokens) - n`` (the last ``n`` positions are always re-fed, because their
    logits are returned);
 2. rollback: crop the cache to ``p`` positions (``DynamicCache.crop(p - len(cached))``);
-3. one forward pass over ``tokens[p:]`` with ``logits_to_keep=n``: the LM head runs on
+3. one forward pass over ``tokens[p:]`` with ``logits_to_keep``: the LM head runs on
    the last ``n`` positions only, and only those ``n x V`` scores are copied to the host
    (as float32 numpy), so the model may live on a GPU.
+
+The kept positions go in as a tensor of indices, not the count ``n``: transformers slices
+an int as ``hidden[:, -n:, :]``, a view whose batch stride is that of the whole pass, and
+torch's bfloat16 ``linear`` on the CPU does not fold such a 3-d view into one matrix
+product — it multiplies batch-wise and copies the LM head's weight on every call (Qwen2.5
+0.5B on an AMX Xeon: a catch-up pass of 2 positions with 1 row took 650 ms against 82 ms
+for all rows; index tensors gather the rows into a fresh tensor, 80 ms).
 
 Row ``i`` of the result is the next-token score vector after ``tokens[:len-n+1+i]``;
 causal attention makes it equal, up to floating-point summation order, to a pass over
@@ -57,7 +64,9 @@ class HFTokenModel(CachedTokenModel):
     def _forward(self, fed: list[int], start: int, n: int) -> np.ndarray:
         with torch.inference_mode():
             kwargs = {self._cache_kw: self._cache, "use_cache": True}
-            if self._keep_kw is not None:
+            if self._keep_kw == "logits_to_keep" and n < len(fed):  # module docstring
+                kwargs[self._keep_kw] = torch.arange(len(fed) - n, len(fed), device=self._device)
+            elif self._keep_kw is not None:
                 kwargs[self._keep_kw] = n
             out = self.model(
                 input_ids=torch.tensor([fed], dtype=torch.long, device=self._device), **kwargs

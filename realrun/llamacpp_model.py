@@ -16,10 +16,15 @@ keys/values of ``cached`` (the tokens last fed):
    requested for the last ``n`` only; those ``n x V`` float32 scores are copied out.
 
 The weights are the GGUF's own (any quantization llama.cpp reads); the KV cache has
-llama.cpp's default type (float16), as ``llama-cli`` runs it. Counters: ``passes``,
-``tokens_fed``, ``pass_sizes`` (passes by positions ``m``) and an optional
-``timing_hook(fed, seconds)`` with the wall time of every decode (+ copy of the scores),
-as :class:`realrun.hf_model.HFTokenModel`.
+llama.cpp's default type (float16), as ``llama-cli`` runs it. On a CPU with AMX, a
+llama.cpp built for it (``GGML_NATIVE``) repacks quantized weights into its AMX buffer type,
+whose matrix product crashes the process (SIGSEGV) on the Q4_1 and Q4_K_M files of the
+benchmark (the crash of ggml-org/llama.cpp#20824); so where llama.cpp reports
+``AMX_INT8 = 1`` (:func:`amx_active`) the weights load without llama.cpp's extra buffer
+types (``use_extra_bufts = false``, what ``llama-server --no-repack`` does), in plain CPU
+buffers. Counters: ``passes``, ``tokens_fed``, ``pass_sizes`` (passes by positions ``m``)
+and an optional ``timing_hook(fed, seconds)`` with the wall time of every decode (+ copy of
+the scores), as :class:`realrun.hf_model.HFTokenModel`.
 
 Prompts are encoded by the transformers tokenizer of the same GGUF (:func:`gguf_tokenizer`,
 built from the file's metadata — vocabulary, merges, special tokens and chat template —
@@ -73,6 +78,20 @@ def _lib():
     return _state["lib"]
 
 
+def amx_active() -> bool:
+    """True when the loaded llama.cpp was built with its AMX backend and this CPU runs it
+    (``AMX_INT8 = 1`` in ``llama_print_system_info``): its weight repacking is then turned
+    off (module docstring)."""
+    info = _lib().llama_print_system_info()
+    return b"AMX_INT8 = 1" in (info or b"")
+
+
+def program_flags() -> list[str]:
+    """Flags that make llama.cpp's own programs (``llama-server``, ``llama-completion``, …)
+    load weights as this backend does: ``--no-repack`` where :func:`amx_active`."""
+    return ["--no-repack"] if amx_active() else []
+
+
 class LlamaCppTokenModel(CachedTokenModel):
     """``TokenModel`` over a llama.cpp model loaded from a GGUF file (batch size 1).
 
@@ -116,6 +135,8 @@ class LlamaCppTokenModel(CachedTokenModel):
         self.name = name or path.name
         mparams = lib.llama_model_default_params()
         mparams.n_gpu_layers = 0
+        mparams.use_extra_bufts = not amx_active()
+        self.extra_buffers = bool(mparams.use_extra_bufts)
         model = lib.llama_model_load_from_file(str(path).encode(), mparams)
         if not model:
             raise ValueError(

@@ -176,3 +176,45 @@ def test_bootstrap_must_fit_its_model_set_and_exist():
         prediction_interval(ms, ["t", "d"], [[1]], level=1.0)
     with pytest.raises(ValueError, match="key 'x' must be 'l,r,j'"):
         BootstrapData.from_dict({"acceptance_by_prompt": {"x": [[1, 2], [1, 2]]}})
+
+
+def timed_proposer_set(rng: np.random.Generator, rel: float) -> tuple[io.ModelSet, float]:
+    """SD with a free proposer, α exact, timed as ``realrun.measure`` times it: the unit (one
+    AR token) and the target's passes each measured with relative error ``rel``, each its own
+    measurement; returns the model set and the EWIF of the true curve."""
+    true = np.array([1.0, 1.5, 1.8, 2.0])  # seconds per AR token = 1 unit
+    unit = 1.0 + rel * rng.standard_normal()
+    passes = true * (1.0 + rel * rng.standard_normal(true.size))
+    curve = passes / unit
+    curve[0] = 1.0
+    stderr = rel * curve
+    stderr[0] = rel
+    alpha = np.full((2, 2), np.nan)
+    alpha[0, 1] = 0.5
+    rows = np.array([[16.0, 32.0]] * PROMPTS)  # α has no sampling error
+    ms = io.ModelSet(
+        models=("t", "mag"),
+        cost=np.array([1.0, 0.001]),
+        cost_per_token=np.zeros(2),
+        alpha={1.0: alpha},
+        cost_curve=(curve, np.array([0.001])),
+        bootstrap=BootstrapData({(1.0, 0, 1): rows}, (stderr, np.zeros(1))),
+    )
+    truth = Cascade(alpha, None, [[1]], cost_curve=[true, [0.001]]).ewif()
+    return ms, truth
+
+
+def test_the_unit_is_timed_apart_so_its_error_moves_the_targets_own_ratios():
+    # SD with a free proposer prices only c_0(2)/c_0(1): one pass over one AR token. With the
+    # unit drawn with the target's own normal, equal relative errors cancel and the interval
+    # has no width; drawn apart (module doc), it covers the true EWIF at about the nominal
+    # 90 % (the ratio's error is √2·rel, 200 seeded datasets: binomial s.e. about 0.02).
+    rng = np.random.default_rng(31)
+    hits, widths = 0, []
+    for seed in range(200):  # a seed per dataset: one seed's 100 draws are not "the" normal
+        ms, truth = timed_proposer_set(rng, 0.04)
+        iv = prediction_interval(ms, ["t", "mag"], [[1]], replicates=100, seed=seed)
+        hits += iv.contains(truth)
+        widths.append(iv.high / iv.low - 1)
+    assert 0.84 <= hits / 200 <= 0.96
+    assert np.median(widths) > 0.1  # ± 1.645·√2·4 % ≈ 19 % wide

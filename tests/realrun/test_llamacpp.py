@@ -22,7 +22,12 @@ from ewif import results as results_io
 from ewif.cli import main
 from realrun.bigram import BigramTable
 from realrun.family import load_family
-from realrun.llamacpp_model import LlamaCppTokenModel, gguf_tokenizer, load_gguf_models
+from realrun.llamacpp_model import (
+    LlamaCppTokenModel,
+    amx_active,
+    gguf_tokenizer,
+    load_gguf_models,
+)
 from realrun.maxgram import MaxGram
 from realrun.tiny import PROMPT_TEXTS, build_qwen2, write_gguf
 from simulate.decoder.cascade import CascadeDecoder
@@ -293,7 +298,8 @@ def test_cli_measure_and_realrun(ggufs, prompt_file, tmp_path, capsys):
     )
     ms = model_io.load(measured)
     assert ms.models == ("tiny-qwen2.gguf", "near.gguf", "mag")
-    assert ms.metadata["dtype"] == "gguf:F32"
+    repack = ", no repack (AMX)" if amx_active() else ""  # AMX machines: module doc
+    assert ms.metadata["dtype"] == f"gguf:F32{repack}"
     out = tmp_path / "r.json"
     assert (
         main(
