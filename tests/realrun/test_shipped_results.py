@@ -1,0 +1,42 @@
+"""The shipped results files agree with the current code: every sd/csd prediction is the
+exact EWIF of the file's own model set, and every stored 90 % interval is the one
+``ewif.bootstrap`` draws from it today (``benchmarks/reinterval.py`` rewrites them when the
+bootstrap changes)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ewif import results as results_io
+from ewif.cascade import Cascade
+from ewif.io import ModelSet
+from realrun.side_by_side import method_intervals
+
+DATA = Path(__file__).resolve().parents[2] / "realrun" / "data"
+RUNS = sorted(DATA.glob("cpu_results_*.json"))
+
+
+def test_there_are_shipped_runs():
+    assert len(RUNS) >= 10
+
+
+@pytest.mark.parametrize("path", RUNS, ids=lambda p: p.stem)
+def test_predictions_and_intervals_are_the_current_codes(path):
+    run = results_io.load(path)
+    model_set = ModelSet.from_dict(run.metadata["model_set"], str(path))
+    for m in run.methods:
+        if m.kind in ("sd", "csd"):
+            cascade = Cascade.from_model_set(
+                model_set, m.config["models"], np.array(m.config["K"]), m.config["lenience"]
+            )
+            assert m.predicted_speedup == pytest.approx(cascade.ewif(), rel=1e-9), m.name
+    stored, now = run.metadata["prediction_intervals"], method_intervals(run, model_set)
+    assert stored.keys() == now.keys()
+    for name, interval in now.items():
+        kept = stored[name]
+        assert kept["inside"] == interval["inside"], name
+        for key in ("point", "low", "high"):
+            assert kept[key] == pytest.approx(interval[key], rel=1e-9), (name, key)
