@@ -15,8 +15,8 @@ The kept positions go in as a tensor of indices, not the count ``n``: transforme
 an int as ``hidden[:, -n:, :]``, a view whose batch stride is that of the whole pass, and
 torch's bfloat16 ``linear`` on the CPU does not fold such a 3-d view into one matrix
 product — it multiplies batch-wise and copies the LM head's weight on every call (Qwen2.5
-0.5B on an AMX Xeon: a catch-up pass of 2 positions with 1 row took 650 ms against 82 ms
-for all rows; index tensors gather the rows into a fresh tensor, 80 ms).
+0.5B on an AMX Xeon: a catch-up pass of 2 positions with 1 row took 657 ms against 82 ms
+for all rows; index tensors gather the rows into a fresh tensor, 86 ms).
 
 Row ``i`` of the result is the next-token score vector after ``tokens[:len-n+1+i]``;
 causal attention makes it equal, up to floating-point summation order, to a pass over
