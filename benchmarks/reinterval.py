@@ -24,7 +24,7 @@ from pathlib import Path
 
 from ewif import results as results_io
 from ewif.io import ModelSet
-from realrun.side_by_side import method_intervals
+from realrun.side_by_side import interval_coverage, method_intervals
 
 DATA = Path(__file__).resolve().parent.parent / "realrun" / "data"
 REASON = (
@@ -32,11 +32,6 @@ REASON = (
     "(one AR token) is drawn with its own normal, apart from the target's passes "
     "(ewif.bootstrap); the measurement and the points are the run's"
 )
-
-
-def _coverage(intervals: dict[str, dict]) -> float | None:
-    inside = [v["inside"] for v in intervals.values()]
-    return sum(inside) / len(inside) if inside else None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -70,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
             metadata = dict(run.metadata)
             metadata.update(
                 prediction_intervals=new,
-                interval_coverage=_coverage(new),
+                interval_coverage=interval_coverage(new),
                 intervals_recomputed=REASON,
             )
             results_io.save(replace(run, metadata=metadata), path)

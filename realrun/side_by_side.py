@@ -498,8 +498,7 @@ def _results(
     if model_set.bootstrap is not None:
         intervals = method_intervals(results, model_set)
         metadata["prediction_intervals"] = intervals
-        inside = [v["inside"] for v in intervals.values()]
-        metadata["interval_coverage"] = sum(inside) / len(inside) if inside else None
+        metadata["interval_coverage"] = interval_coverage(intervals)
     return results
 
 
@@ -612,6 +611,12 @@ def method_intervals(results: Results, model_set: ModelSet) -> dict[str, dict]:
             strict=True,
         )
     }
+
+
+def interval_coverage(intervals: Mapping[str, Mapping]) -> float | None:
+    """The share of :func:`method_intervals` whose measurement fell inside (None if none)."""
+    inside = [v["inside"] for v in intervals.values()]
+    return sum(inside) / len(inside) if inside else None
 
 
 def ewif_with_run_acceptance(cascade: Cascade, stats: CascadeStats) -> float:
