@@ -274,9 +274,11 @@ def prediction_interval(
     replicates: int = REPLICATES,
     seed: int = 0,
     held_out_prompts: int | None = None,
+    max_new_tokens: int | Sequence[int] | None = None,
 ) -> PredictionInterval:
     """The exact EWIF of one configuration and its bootstrap percentile interval (for the
-    expected speed-up; with ``held_out_prompts``, for a run on that many other prompts)."""
+    expected speed-up; with ``held_out_prompts``, for a run on that many other prompts;
+    with ``max_new_tokens``, for generations of that length or those lengths, Theorem FL)."""
     (interval,) = prediction_intervals(
         model_set,
         [(models, K, lenience, catch_up)],
@@ -284,6 +286,7 @@ def prediction_interval(
         replicates=replicates,
         seed=seed,
         held_out_prompts=held_out_prompts,
+        max_new_tokens=None if max_new_tokens is None else [max_new_tokens],
     )
     return interval
 
@@ -296,18 +299,27 @@ def prediction_intervals(
     replicates: int = REPLICATES,
     seed: int = 0,
     held_out_prompts: int | None = None,
+    max_new_tokens: Sequence[int | Sequence[int] | None] | None = None,
 ) -> list[PredictionInterval]:
     """:func:`prediction_interval` of every ``(models, K, lenience, catch_up)`` in
-    ``configs``, on one set of replicates (drawn once, so the intervals share their draws)."""
+    ``configs``, on one set of replicates (drawn once, so the intervals share their draws);
+    ``max_new_tokens``: per configuration, its generation length(s) (Theorem FL) or None
+    (endless)."""
     from ewif.cascade import Cascade
 
     expansion(2, level)  # checks the level before any work
+    lengths = [None] * len(configs) if max_new_tokens is None else list(max_new_tokens)
+    if len(lengths) != len(configs):
+        raise ValueError(
+            f"max_new_tokens must give one entry per configuration ({len(configs)}), "
+            f"got {len(lengths)}"
+        )
     reps = replicate_sets(model_set, replicates, seed, level, held_out_prompts)
     out = []
-    for models, K, lenience, catch_up in configs:
-        point = Cascade.from_model_set(model_set, models, K, lenience, catch_up=catch_up).ewif()
+    for (models, K, lenience, catch_up), n in zip(configs, lengths, strict=True):
+        point = Cascade.from_model_set(model_set, models, K, lenience, catch_up=catch_up).ewif(n)
         values = [
-            Cascade.from_model_set(rep, models, K, lenience, catch_up=catch_up).ewif()
+            Cascade.from_model_set(rep, models, K, lenience, catch_up=catch_up).ewif(n)
             for rep in reps
         ]
         low, high = np.quantile(values, [(1 - level) / 2, (1 + level) / 2])

@@ -73,13 +73,15 @@ polynomial arithmetic on finite supports — exact up to rounding.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ewif import limits, validate
-from ewif.catch_up import feed, stationary_tail, step_pass_sizes
+from ewif.catch_up import Feed, feed, stationary_tail, step_pass_sizes
+from ewif.finite_length import generation_cost, generation_lengths
 from ewif.pass_cost import PassCost, relative_costs
 from ewif.pgf import Pgf
 from ewif.review_call import FILLS, Call, Rows, drafters_reached, review_call, rows_of
@@ -314,13 +316,18 @@ class Cascade:
         pmf = self._call().pmf
         return float(np.arange(pmf.size) @ pmf)
 
+    def step_feed(self, i: int) -> Feed | None:
+        """How drafter ``i`` feeds its cache in one target step (:class:`~ewif.catch_up.Feed`,
+        Theorem CU); None for the target and for a model without catch-up."""
+        if i == 0 or not self.catch_up[i]:
+            return None
+        return feed(i, 0, self._rows, self.alpha, self.fill, self._feed_calls, self._feeds)
+
     def _step_sizes(self, i: int) -> np.ndarray:
         """Expected passes of model ``i`` per target step by positions ``m`` (with its
         catch-up pass when ``catch_up[i]``, Theorem CU of :mod:`ewif.catch_up`)."""
-        if i == 0 or not self.catch_up[i]:
-            return self._call().sizes[i]
-        step = feed(i, 0, self._rows, self.alpha, self.fill, self._feed_calls, self._feeds)
-        return step_pass_sizes(step)
+        step = self.step_feed(i)
+        return self._call().sizes[i] if step is None else step_pass_sizes(step)
 
     def first_pass_sizes(self, i: int) -> np.ndarray:
         """``f[m]``: the law of the positions of model ``i``'s first pass in a target step,
@@ -333,8 +340,9 @@ class Cascade:
         step = feed(i, 0, self._rows, self.alpha, self.fill, self._feed_calls, self._feeds)
         return np.convolve(stationary_tail(step), step.first)
 
-    def _costs(self) -> np.ndarray:
-        """Expected cost per target step of each model ``0..n``."""
+    def model_step_costs(self) -> np.ndarray:
+        """Expected cost per target step of each model ``0..n`` (stationary: a catch-up
+        drafter's first pass at the stationary tail law, Theorem CU)."""
         cost = self._call().cost.copy()
         for i in np.flatnonzero(self.catch_up):
             if i > 0:
@@ -343,11 +351,21 @@ class Cascade:
 
     def expected_cost(self) -> float:
         """E[cost of one target step] in target-pass units (all models, all passes)."""
-        return float(self._costs().sum())
+        return float(self.model_step_costs().sum())
 
-    def ewif(self) -> float:
-        """Expected walltime improvement factor over autoregressive decoding (renewal–reward)."""
-        return self.expected_tokens() * self.pass_cost.unit / self.expected_cost()
+    def ewif(self, max_new_tokens: int | Sequence[int] | None = None) -> float:
+        """Expected walltime improvement factor over autoregressive decoding.
+
+        ``None``: an endless generation, ``E[tokens per step]·c_0(1)/E[cost per step]``
+        (renewal–reward). An int ``N``: a generation of ``N`` tokens, whose last step pays
+        for tokens it cannot keep (Theorem FL, :mod:`ewif.finite_length`); a sequence: a
+        workload of generations of those lengths, ``Σ N_p·c_0(1) / Σ E[C(N_p)]``.
+        """
+        if max_new_tokens is None:
+            return self.expected_tokens() * self.pass_cost.unit / self.expected_cost()
+        lengths = generation_lengths(max_new_tokens)
+        costs = {n: generation_cost(self, n) for n in set(lengths)}
+        return sum(lengths) * self.pass_cost.unit / sum(costs[n] for n in lengths)
 
     def passes_per_step(self) -> np.ndarray:
         """Expected forward passes of each model ``0..n`` per target step (the target's is 1)."""
@@ -369,7 +387,7 @@ class Cascade:
 
     def swi_breakdown(self) -> np.ndarray:
         """Share of the expected step cost spent in each model ``0..n`` (sums to 1)."""
-        c = self._costs()
+        c = self.model_step_costs()
         return c / c.sum()
 
     def acceptance_by_position(self, max_position: int, conditional: bool = False) -> np.ndarray:

@@ -459,11 +459,12 @@ def _results(
     for m in methods:
         t = tallies[m.name]
         cascade = None
+        lengths = [len(o) for o in t.outputs]
         if m.kind in ("sd", "csd"):
             cascade = Cascade.from_model_set(model_set, m.models, np.array(m.K), m.lenience)
             if t.stats is not None and t.stats.target_steps:
-                in_run[m.name] = ewif_with_run_acceptance(cascade, t.stats)
-        out.append(_method_result(m, t, model_set.pass_cost.unit, cascade))
+                in_run[m.name] = ewif_with_run_acceptance(cascade, t.stats, lengths)
+        out.append(_method_result(m, t, model_set.pass_cost.unit, cascade, lengths))
         if ar_out is not None and decoding.greedy:
             mismatches[m.name] = sum(a != b for a, b in zip(t.outputs, ar_out, strict=True))
     metadata = {
@@ -480,6 +481,7 @@ def _results(
         "in_run_pass_seconds": _in_run_pass_seconds(methods, tallies),
         "wall_time_split": _wall_time_split(methods, tallies),
         "model_set": model_set.to_dict(),
+        "generation_lengths": {m.name: [len(o) for o in tallies[m.name].outputs] for m in methods},
     }
     results = Results(
         device=device,
@@ -502,14 +504,17 @@ def _results(
     return results
 
 
-def _method_result(m: Method, t: MethodTally, unit: float, cascade: Cascade | None) -> MethodResult:
-    """What ``m`` measured (``t``) next to what ewif predicts for it (``cascade``, sd/csd);
-    ``unit``: the standardized cost of one autoregressive target token."""
+def _method_result(
+    m: Method, t: MethodTally, unit: float, cascade: Cascade | None, lengths: list[int]
+) -> MethodResult:
+    """What ``m`` measured (``t``) next to what ewif predicts for it (``cascade``, sd/csd, on
+    generations of the ``lengths`` it made, Theorem FL); ``unit``: the standardized cost of
+    one autoregressive target token."""
     predicted = swi = mal = curves = None
     if m.kind == "autoregressive":
         predicted, swi, mal = 1.0, 1.0, 1.0
     elif cascade is not None:
-        predicted = float(cascade.ewif())
+        predicted = float(cascade.ewif(lengths))
         swi = t.tokens * unit / t.weighted_cost if t.weighted_cost > 0 else None
         if t.stats is not None and t.stats.target_steps:
             mal = float(t.stats.mean_accepted_length)
@@ -596,6 +601,7 @@ def method_intervals(results: Results, model_set: ModelSet) -> dict[str, dict]:
     configs = [
         (m.config["models"], np.array(m.config["K"]), m.config["lenience"], None) for m in chosen
     ]
+    lengths = [method_lengths(results, m.name) for m in chosen]
     return {
         m.name: {
             "point": iv.point,
@@ -607,10 +613,25 @@ def method_intervals(results: Results, model_set: ModelSet) -> dict[str, dict]:
         }
         for m, iv in zip(
             chosen,
-            prediction_intervals(model_set, configs, held_out_prompts=results.prompts),
+            prediction_intervals(
+                model_set, configs, held_out_prompts=results.prompts, max_new_tokens=lengths
+            ),
             strict=True,
         )
     }
+
+
+def method_lengths(results: Results, name: str) -> list[int]:
+    """The lengths of the generations method ``name`` made, one per prompt: the run's
+    ``metadata.generation_lengths``; a run that did not record them (before Theorem FL)
+    gets the most even split of the method's token total over its prompts (the overshoot
+    cost is nearly the same per generation, so the split hardly moves the prediction)."""
+    recorded = results.metadata.get("generation_lengths", {}).get(name)
+    if recorded is not None:
+        return [int(n) for n in recorded]
+    tokens = results.method(name).tokens
+    base, extra = divmod(int(tokens), results.prompts)
+    return [base + 1] * extra + [base] * (results.prompts - extra)
 
 
 def interval_coverage(intervals: Mapping[str, Mapping]) -> float | None:
@@ -619,13 +640,16 @@ def interval_coverage(intervals: Mapping[str, Mapping]) -> float | None:
     return sum(inside) / len(inside) if inside else None
 
 
-def ewif_with_run_acceptance(cascade: Cascade, stats: CascadeStats) -> float:
-    """The exact EWIF of ``cascade`` with every acceptance rate the run observed
-    (``stats.acceptance(r, j)``, the in-run ``accepted / reviewed`` of each pair) in place of
-    the measured α: what the cost model alone predicts, so that ``|this/measured − 1|``
-    isolates the cost model's error from the sampling error of α between prompt splits."""
+def ewif_with_run_acceptance(
+    cascade: Cascade, stats: CascadeStats, lengths: Sequence[int] | None = None
+) -> float:
+    """The exact EWIF of ``cascade`` (on generations of ``lengths``, Theorem FL; endless
+    when None) with every acceptance rate the run observed (``stats.acceptance(r, j)``, the
+    in-run ``accepted / reviewed`` of each pair) in place of the measured α: what the cost
+    model alone predicts, so that ``|this/measured − 1|`` isolates the cost model's error
+    from the sampling error of α between prompt splits."""
     alpha = np.array(cascade.alpha)
     for (r, j), (reviewed, _) in stats.reviews.items():
         if reviewed:
             alpha[r, j] = stats.acceptance(r, j)
-    return float(cascade.with_alpha(alpha).ewif())
+    return float(cascade.with_alpha(alpha).ewif(lengths))

@@ -124,6 +124,22 @@ class FedPositions:
         self.seen: list[list[int]] = [[] for _ in range(self.n + 1)]
         return [self._token()]
 
+    def generation_costs(self, generations: int, max_new_tokens: int) -> np.ndarray:
+        """The cost of each of ``generations`` independent generations of ``max_new_tokens``
+        tokens, as a decoder makes them: the prompt prefilled (every model has fed it), then
+        target steps until the tokens are made, the last step's surplus tokens dropped."""
+        out = np.zeros(generations)
+        for g in range(generations):
+            prompt = [self._token() for _ in range(3)]
+            self.seen = [list(prompt) for _ in range(self.n + 1)]
+            sequence, made = list(prompt), 0
+            while made < max_new_tokens:
+                new = self.step(list(sequence))[: max_new_tokens - made]
+                out[g] += self.step_cost
+                sequence += new
+                made += len(new)
+        return out
+
     def run(self, streams: int, steps: int) -> FedRun:
         """``streams`` independent streams of one warm-up step and ``steps`` counted steps."""
         tokens, cost = np.zeros(streams), np.zeros(streams)

@@ -1,7 +1,7 @@
 """The shipped results files agree with the current code: every sd/csd prediction is the
-exact EWIF of the file's own model set, and every stored 90 % interval is the one
-``ewif.bootstrap`` draws from it today (``benchmarks/reinterval.py`` rewrites them when the
-bootstrap changes)."""
+exact EWIF of the file's own model set on the generations the method made (Theorem FL), and
+every stored 90 % interval is the one ``ewif.bootstrap`` draws from it today
+(``benchmarks/repredict.py`` rewrites them when the theory changes)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 from ewif import results as results_io
 from ewif.cascade import Cascade
 from ewif.io import ModelSet
-from realrun.side_by_side import method_intervals
+from realrun.side_by_side import method_intervals, method_lengths
 
 DATA = Path(__file__).resolve().parents[2] / "realrun" / "data"
 RUNS = sorted(DATA.glob("cpu_results_*.json"))
@@ -32,7 +32,8 @@ def test_predictions_and_intervals_are_the_current_codes(path):
             cascade = Cascade.from_model_set(
                 model_set, m.config["models"], np.array(m.config["K"]), m.config["lenience"]
             )
-            assert m.predicted_speedup == pytest.approx(cascade.ewif(), rel=1e-9), m.name
+            lengths = method_lengths(run, m.name)
+            assert m.predicted_speedup == pytest.approx(cascade.ewif(lengths), rel=1e-9), m.name
     stored, now = run.metadata["prediction_intervals"], method_intervals(run, model_set)
     assert stored.keys() == now.keys()
     for name, interval in now.items():

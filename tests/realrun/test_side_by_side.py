@@ -106,8 +106,11 @@ def test_swi_is_recomputed_from_counted_passes(setup, tiny_prompts):
     cost = sum(curves[x.name][m - 1] * count for x in (t, d) for m, count in x.pass_sizes.items())
     expected = len(out.tokens) * 1.0 / cost
     assert res.methods[0].swi == pytest.approx(expected)
+    # the prediction is the exact EWIF of the generation the method made (Theorem FL)
     cascade = Cascade.from_model_set(ms, ("target", "near"), [[3]])
-    assert res.methods[0].predicted_speedup == pytest.approx(cascade.ewif())
+    assert res.metadata["generation_lengths"]["SD near"] == [len(out.tokens)]
+    assert res.methods[0].predicted_speedup == pytest.approx(cascade.ewif(len(out.tokens)))
+    assert res.methods[0].predicted_speedup < cascade.ewif()
 
 
 class _Interrupting:

@@ -1,0 +1,118 @@
+"""Recompute the predictions and intervals of real runs with the current ``ewif``.
+
+No model runs: every results file (default: the shipped ``realrun/data/cpu_results_*.json``;
+or the files given) carries its model set (acceptances, per-prompt acceptances, cost curves
+and their standard errors) and its measurements, so each sd/csd method's prediction — the
+exact EWIF on the generations it made (Theorem FL, :func:`realrun.side_by_side.method_lengths`)
+— and its 90 % prediction interval (:func:`realrun.side_by_side.method_intervals`, held-out
+prompts as the run had) can be computed again when the theory changes. The measurements do
+not move.
+
+Prints, per sd/csd method, the measured speed-up, the prediction the file holds and the
+recomputed one with its interval; then the median error and the coverage before and after.
+``--write`` stores the recomputed ``predicted_speedup``, ``metadata.prediction_intervals``,
+``metadata.interval_coverage`` and ``metadata.median_prediction_error`` in the files and
+records ``metadata.predictions_recomputed`` (what and why); nothing else changes (the "cost
+model alone" figures need the run's in-run acceptances and keep the endless EWIF of a file
+that predates Theorem FL).
+
+Run: ``.venv/bin/python benchmarks/repredict.py [FILE ...] [--write]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+from ewif import results as results_io
+from ewif.cascade import Cascade
+from ewif.io import ModelSet
+from ewif.results import Results
+from realrun.pipeline import median_prediction_error
+from realrun.side_by_side import interval_coverage, method_intervals, method_lengths
+
+DATA = Path(__file__).resolve().parent.parent / "realrun" / "data"
+REASON = (
+    "predictions and intervals recomputed from the stored model set by "
+    "benchmarks/repredict.py: each is the exact EWIF of the generations the method made "
+    "(Theorem FL: the last step of a generation pays for tokens it cannot keep); "
+    "lengths: {lengths}; the measurements are the run's"
+)
+
+
+def repredicted(run: Results, model_set: ModelSet) -> Results:
+    """``run`` with every sd/csd prediction recomputed on its generations' lengths."""
+    methods = []
+    for m in run.methods:
+        if m.kind in ("sd", "csd"):
+            cascade = Cascade.from_model_set(
+                model_set, m.config["models"], np.array(m.config["K"]), m.config["lenience"]
+            )
+            m = replace(m, predicted_speedup=cascade.ewif(method_lengths(run, m.name)))
+        methods.append(m)
+    return replace(run, methods=methods)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("files", nargs="*", type=Path)
+    p.add_argument("--write", action="store_true", help="store the recomputed predictions")
+    args = p.parse_args(argv)
+    files = args.files or sorted(DATA.glob("cpu_results_*.json"))
+    errors: dict[str, list[float]] = {"before": [], "after": []}
+    hits: dict[str, list[bool]] = {"before": [], "after": []}
+    for path in files:
+        run = results_io.load(path)
+        stored = run.metadata.get("model_set")
+        if stored is None or not run.metadata.get("prediction_intervals"):
+            print(f"{path.name}: no model set or no intervals, skipped")
+            continue
+        model_set = ModelSet.from_dict(stored, str(path))
+        new_run = repredicted(run, model_set)
+        old = run.metadata["prediction_intervals"]
+        new = method_intervals(new_run, model_set)
+        print(path.name)
+        for name, iv in new.items():
+            was, now = run.method(name), new_run.method(name)
+            print(
+                f"  {name:<40} measured {was.speedup:.3f}x  was {was.predicted_speedup:.3f}x "
+                f"({was.prediction_error:.1%}) {'in' if old[name]['inside'] else 'OUT'}  now "
+                f"{now.predicted_speedup:.3f}x ({now.prediction_error:.1%}) "
+                f"[{iv['low']:.3f}, {iv['high']:.3f}] {'in' if iv['inside'] else 'OUT'}"
+            )
+            errors["before"].append(was.prediction_error)
+            errors["after"].append(now.prediction_error)
+            hits["before"].append(bool(old[name]["inside"]))
+            hits["after"].append(iv["inside"])
+        if args.write:
+            recorded = "generation_lengths" in run.metadata
+            metadata = dict(run.metadata)
+            metadata.pop("intervals_recomputed", None)
+            metadata.update(
+                prediction_intervals=new,
+                interval_coverage=interval_coverage(new),
+                median_prediction_error=median_prediction_error(new_run),
+                predictions_recomputed=REASON.format(
+                    lengths="as the run recorded them"
+                    if recorded
+                    else "not recorded by the run: the even split of each method's tokens "
+                    "over its prompts"
+                ),
+            )
+            results_io.save(replace(new_run, metadata=metadata), path)
+    for when in ("before", "after"):
+        if errors[when]:
+            print(
+                f"{when}: median error {statistics.median(errors[when]):.1%}, "
+                f"coverage {sum(hits[when])}/{len(hits[when])}"
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

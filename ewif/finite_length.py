@@ -1,0 +1,148 @@
+"""EWIF of a generation of ``N`` tokens, exactly (Theorem FL).
+
+The renewal–reward EWIF of :mod:`ewif.cascade` is the speed-up of an endless generation.
+A real request stops at ``max_new_tokens`` (or at EOS): the decoder cuts the tokens of its
+last target step to what is still missing, but that step has already paid for its whole
+draft and review. With ``N`` tokens to make and ``μ`` tokens per step, the overshoot of the
+last step is a fixed cost per generation, so the speed-up of short generations is below
+the endless one (a few per cent at ``N = 32`` with ``μ ≈ 3.5``) and tends to it as ``N``
+grows. The autoregressive reference makes ``N`` passes of cost ``c_0(1)`` each, so
+
+    EWIF_N = N·c_0(1) / E[C(N)],     E[C(N)] = Σ_i E[C_i(N)]   (model i's passes),
+
+and for a workload of generations of lengths ``N_1..N_P``, ``Σ N_p·c_0(1) / Σ E[C(N_p)]``.
+
+**Steps.** Target steps yield ``T_1, T_2, …`` tokens, i.i.d. with the law ``p`` of
+:meth:`~ewif.cascade.Cascade.tokens_pgf` (``T ≥ 1``). Step ``s + 1`` is made iff
+``T_1 + … + T_s < N``. With the renewal mass ``U(0) = 1``, ``U(n) = Σ_{t=1}^{n} p(t)·U(n − t)``
+(the expected number of partial sums equal to ``n``), the expected number of steps is
+
+    E[S_N] = Σ_{n<N} U(n).
+
+**Costs** (Wald). A model whose step cost does not depend on earlier steps (the target, a
+proposer, a drafter without catch-up) pays ``E[C_i(N)] = E[S_N]·E[C_i]``: whether step ``s``
+happens depends on steps before it only. A drafter with catch-up (Theorem CU,
+:mod:`ewif.catch_up`) pays for its first pass in a step by the unfed tail ``u`` the step
+enters with: ``ĉ_i(u) = Σ_q first[q]·c_i(u + q) + Σ_m rest[m]·c_i(m)``. The tail a step
+leaves has the joint law ``J_i(t, u)`` with the step's tokens, independent of the tail it
+entered with (the chain is rank one), so
+
+    E[C_i(N)] = ĉ_i(0) + Σ_{n<N} U(n) Σ_{t < N−n} Σ_u J_i(t, u)·ĉ_i(u).
+
+The first step enters with ``u = 0``: the prompt is prefilled and every model has fed all
+of it. A pass must still compute the logits it is asked for (``n = 1`` generating, ``D + 1``
+reviewing a draft of ``D``), so the first pass feeds ``max(q, n)`` positions: ``q + 1`` when
+it *leads* — no other model's block comes before it in the step, so ``q`` is its own draft
+(or 0) and it re-feeds the prompt's last token — and ``q`` otherwise, exactly what the other
+models appended (:func:`first_pass_leads`, a property of K).
+
+``N = 1``: one step, ``EWIF_1 = c_0(1)/ĉ(0)``; ``N → ∞``: ``E[C(N)]/N → E[C]/μ`` and
+``EWIF_N → EWIF`` (renewal theorem).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ewif import validate
+from ewif.catch_up import Feed
+from ewif.review_call import drafters_reached, is_leaf, rows_of
+
+if TYPE_CHECKING:
+    from ewif.cascade import Cascade
+
+__all__ = [
+    "expected_steps",
+    "first_pass_leads",
+    "generation_cost",
+    "generation_lengths",
+    "renewal_mass",
+]
+
+
+def renewal_mass(pmf: np.ndarray, n: int) -> np.ndarray:
+    """``U(0..n−1)``: expected number of partial sums of i.i.d. steps with law ``pmf``
+    (``pmf[t] = P(T = t)``, ``pmf[0] = 0``) that equal each value below ``n``."""
+    p = np.asarray(pmf, dtype=float)
+    u = np.zeros(n)
+    u[0] = 1.0
+    for k in range(1, n):
+        t = np.arange(1, min(k, p.size - 1) + 1)
+        u[k] = p[t] @ u[k - t]
+    return u
+
+
+def expected_steps(pmf: np.ndarray, n: int) -> float:
+    """``E[S_n] = Σ_{m<n} U(m)``: expected target steps to make ``n`` tokens."""
+    return float(renewal_mass(pmf, n).sum())
+
+
+def first_pass_leads(K: object, i: int) -> bool:
+    """Whether drafter ``i``'s first pass in a target step comes before any other model's
+    block: at every level of the nesting that leads to it, the first block with a positive
+    budget is ``i``'s own or a call that reaches ``i``."""
+    rows = rows_of(np.asarray(K, dtype=int))
+    r = 0
+    while True:
+        j = next(j for j, b in enumerate(rows[r], start=r + 1) if b)
+        if j == i:
+            return True
+        if is_leaf(rows, j) or i not in drafters_reached(j, rows[j:]):
+            return False
+        r = j
+
+
+def _entry_costs(cascade: Cascade, i: int, step: Feed) -> np.ndarray:
+    """``ĉ_i(u)`` for every tail ``u`` a step can enter with; index 0 holds the first
+    step's, whose first pass feeds ``q + 1`` positions if it leads, else ``q``."""
+    pc = cascade.pass_cost
+    rest = pc.expected(i, step.rest) if step.rest.size > 1 else 0.0
+    q = np.arange(step.first.size)
+    out = np.zeros(max(step.exit.shape[1], 2))
+    for u in range(1, out.size):
+        out[u] = float(step.first @ pc.at(i, u + q)) + rest
+    out[0] = (
+        out[1] if first_pass_leads(cascade.K, i) else float(step.first[1:] @ pc.at(i, q[1:])) + rest
+    )
+    return out
+
+
+def generation_cost(cascade: Cascade, n: int) -> float:
+    """``E[C(n)]``: expected cost (in the cascade's cost units) of a generation of ``n``
+    tokens, every model's passes included (module docstring, Theorem FL)."""
+    n = validate.count("max_new_tokens", n, minimum=1)
+    pmf = np.asarray(cascade.tokens_pgf().coefficients, dtype=float)
+    mass = renewal_mass(pmf, n)
+    steps = float(mass.sum())
+    per_step = cascade.model_step_costs()
+    total = 0.0
+    for i, cost in enumerate(per_step):
+        step = cascade.step_feed(i)
+        if step is None:
+            total += steps * float(cost)
+            continue
+        entry = _entry_costs(cascade, i, step)
+        J = step.exit  # J[t, u]
+        total += entry[0]
+        for m, weight in enumerate(mass):
+            t_max = min(n - m, J.shape[0])  # tokens t < n − m
+            if weight and t_max > 0:
+                total += weight * float(J[:t_max].sum(axis=0) @ entry[: J.shape[1]])
+    return total
+
+
+def generation_lengths(lengths: int | Sequence[int]) -> list[int]:
+    """The checked lengths of a workload: one ``int >= 1`` or a non-empty sequence of them."""
+    if isinstance(lengths, (int, np.integer)) and not isinstance(lengths, bool):
+        return [validate.count("max_new_tokens", lengths, minimum=1)]
+    if isinstance(lengths, (str, bytes)) or not isinstance(lengths, Sequence | np.ndarray):
+        raise TypeError(
+            "max_new_tokens must be an int >= 1 or a sequence of them (one per generation), "
+            f"got {type(lengths).__name__}"
+        )
+    if len(lengths) == 0:
+        raise ValueError("max_new_tokens must name at least one generation length, got []")
+    return [validate.count(f"max_new_tokens[{k}]", v, minimum=1) for k, v in enumerate(lengths)]
