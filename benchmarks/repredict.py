@@ -9,9 +9,12 @@ prompts as the run had) can be computed again when the theory changes. The measu
 not move.
 
 Prints, per sd/csd method, the measured speed-up, the prediction the file holds and the
-recomputed one with its interval; then the median error and the coverage before and after.
+recomputed one with its interval, and, where the model set carries acceptance traces, what
+replaying them predicts (:func:`realrun.side_by_side.replay_predictions`); then the median
+error and the coverage before, after and by replay.
 ``--write`` stores the recomputed ``predicted_speedup``, ``metadata.prediction_intervals``,
-``metadata.interval_coverage`` and ``metadata.median_prediction_error`` in the files and
+``metadata.interval_coverage``, ``metadata.median_prediction_error`` and the replay's
+``metadata.replay_predictions`` and ``metadata.replay_coverage`` in the files and
 records ``metadata.predictions_recomputed`` (what and why); nothing else changes (the "cost
 model alone" figures need the run's in-run acceptances and keep the endless EWIF of a file
 that predates Theorem FL).
@@ -34,7 +37,12 @@ from ewif.cascade import Cascade
 from ewif.io import ModelSet
 from ewif.results import Results
 from realrun.pipeline import median_prediction_error
-from realrun.side_by_side import interval_coverage, method_intervals, method_lengths
+from realrun.side_by_side import (
+    interval_coverage,
+    method_intervals,
+    method_lengths,
+    replay_predictions,
+)
 
 DATA = Path(__file__).resolve().parent.parent / "realrun" / "data"
 REASON = (
@@ -64,8 +72,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--write", action="store_true", help="store the recomputed predictions")
     args = p.parse_args(argv)
     files = args.files or sorted(DATA.glob("cpu_results_*.json"))
-    errors: dict[str, list[float]] = {"before": [], "after": []}
-    hits: dict[str, list[bool]] = {"before": [], "after": []}
+    errors: dict[str, list[float]] = {"before": [], "after": [], "replay": []}
+    hits: dict[str, list[bool]] = {"before": [], "after": [], "replay": []}
     for path in files:
         run = results_io.load(path)
         stored = run.metadata.get("model_set")
@@ -89,10 +97,24 @@ def main(argv: list[str] | None = None) -> int:
             errors["after"].append(now.prediction_error)
             hits["before"].append(bool(old[name]["inside"]))
             hits["after"].append(iv["inside"])
+        replays = {}
+        if model_set.bootstrap.acceptance_traces is not None:
+            replays = replay_predictions(new_run, model_set)
+            for name, v in replays.items():
+                print(
+                    f"  {name:<40} trace replay {v['point']:.3f}x ({v['error']:.1%}) "
+                    f"[{v['low']:.3f}, {v['high']:.3f}] {'in' if v['inside'] else 'OUT'}"
+                )
+                errors["replay"].append(v["error"])
+                hits["replay"].append(v["inside"])
         if args.write:
             recorded = "generation_lengths" in run.metadata
             metadata = dict(run.metadata)
             metadata.pop("intervals_recomputed", None)
+            if replays:
+                metadata.update(
+                    replay_predictions=replays, replay_coverage=interval_coverage(replays)
+                )
             metadata.update(
                 prediction_intervals=new,
                 interval_coverage=interval_coverage(new),
@@ -105,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
                 ),
             )
             results_io.save(replace(new_run, metadata=metadata), path)
-    for when in ("before", "after"):
+    for when in ("before", "after", "replay"):
         if errors[when]:
             print(
                 f"{when}: median error {statistics.median(errors[when]):.1%}, "

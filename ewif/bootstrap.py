@@ -6,7 +6,10 @@ A model set measured on ``P`` prompts can carry what a bootstrap needs (``bootst
 * ``acceptance_by_prompt["l,r,j"] = [[s_1, n_1], ..., [s_P, n_P]]`` — per measuring prompt,
   the sum of the per-position acceptances ``a_t`` of pair ``(r, j)`` at lenience ``l`` and
   the number of positions; ``α[l][r][j] = Σ_p s_p / Σ_p n_p``;
-* ``cost_curve_stderr[i][m-1]`` (optional) — the standard error of each cost-curve point.
+* ``cost_curve_stderr[i][m-1]`` (optional) — the standard error of each cost-curve point;
+* ``acceptance_traces["l,r,j"] = [[a_1, ..., a_T], ...]`` (optional) — per measuring prompt,
+  the per-position acceptances themselves (their sums are ``acceptance_by_prompt``): what
+  :mod:`simulate.trace_replay` replays, keeping how acceptances depend on the text.
 
 A replicate resamples **whole prompts** with replacement (acceptances within a prompt are
 correlated; prompts are the independent unit), the same draw for every pair, and recomputes
@@ -72,6 +75,7 @@ class BootstrapData:
 
     acceptance_by_prompt: Mapping[tuple[float, int, int], np.ndarray]
     cost_curve_stderr: tuple[np.ndarray, ...] | None = None
+    acceptance_traces: Mapping[tuple[float, int, int], tuple[np.ndarray, ...]] | None = None
 
     def __post_init__(self) -> None:
         if not self.acceptance_by_prompt:
@@ -98,6 +102,26 @@ class BootstrapData:
         if self.cost_curve_stderr is not None:
             for i, se in enumerate(self.cost_curve_stderr):
                 validate.costs(f"bootstrap.cost_curve_stderr[{i}]", se)
+        if self.acceptance_traces is not None:
+            self._check_traces(self.acceptance_traces)
+
+    def _check_traces(self, traces: Mapping[tuple[float, int, int], Sequence[np.ndarray]]) -> None:
+        """Every trace a pair of ``acceptance_by_prompt`` with one array of probabilities per
+        prompt whose sum and length are that prompt's ``[sum, count]``."""
+        for key, arrays in traces.items():
+            name = f"bootstrap.acceptance_traces['{_key_out(key)}']"
+            table = self.acceptance_by_prompt.get(key)
+            if table is None or len(arrays) != table.shape[0]:
+                raise ValueError(
+                    f"{name} needs the pair in acceptance_by_prompt and one trace per prompt"
+                )
+            for p, (a, (total, count)) in enumerate(zip(arrays, table, strict=True)):
+                a = validate.probabilities(f"{name}[{p}]", a)
+                if a.size != count or not math.isclose(a.sum(), total, abs_tol=1e-6):
+                    raise ValueError(
+                        f"{name}[{p}] must have {count:g} positions summing to {total:g} "
+                        f"(acceptance_by_prompt), got {a.size} summing to {a.sum():g}"
+                    )
 
     @property
     def prompts(self) -> int:
@@ -112,6 +136,11 @@ class BootstrapData:
         }
         if self.cost_curve_stderr is not None:
             out["cost_curve_stderr"] = [np.asarray(s).tolist() for s in self.cost_curve_stderr]
+        if self.acceptance_traces is not None:
+            out["acceptance_traces"] = {
+                _key_out(k): [np.asarray(a, dtype=float).tolist() for a in v]
+                for k, v in sorted(self.acceptance_traces.items())
+            }
         return out
 
     @classmethod
@@ -123,18 +152,17 @@ class BootstrapData:
             )
         table = {}
         for key, pairs in data["acceptance_by_prompt"].items():
-            try:
-                lenience, r, j = str(key).split(",")
-                parsed = (float(lenience), int(r), int(j))
-            except ValueError:
-                raise ValueError(
-                    f"bootstrap.acceptance_by_prompt key {key!r} must be 'l,r,j' "
-                    "(a lenience and two model indices)"
-                ) from None
+            parsed = _key_in(key)
             table[parsed] = validate.costs(
                 f"bootstrap.acceptance_by_prompt['{key}']", np.asarray(pairs, dtype=float).ravel()
             ).reshape(-1, 2)
         stderr = data.get("cost_curve_stderr")
+        traces = data.get("acceptance_traces")
+        if traces is not None and not isinstance(traces, dict):
+            raise ValueError(
+                "bootstrap.acceptance_traces must map 'l,r,j' to one list of per-position "
+                "acceptances per prompt"
+            )
         return cls(
             table,
             None
@@ -142,6 +170,12 @@ class BootstrapData:
             else tuple(
                 validate.costs(f"bootstrap.cost_curve_stderr[{i}]", s) for i, s in enumerate(stderr)
             ),
+            None
+            if traces is None
+            else {
+                _key_in(key): tuple(np.asarray(a, dtype=float) for a in arrays)
+                for key, arrays in traces.items()
+            },
         )
 
     def check(self, model_set: ModelSet) -> None:
@@ -168,6 +202,17 @@ class BootstrapData:
 
 def _key_out(key: tuple[float, int, int]) -> str:
     return f"{key[0]:g},{key[1]},{key[2]}"
+
+
+def _key_in(key: object) -> tuple[float, int, int]:
+    """``'l,r,j'`` -> ``(l, r, j)``; ValueError naming the key otherwise."""
+    try:
+        lenience, r, j = str(key).split(",")
+        return float(lenience), int(r), int(j)
+    except ValueError:
+        raise ValueError(
+            f"bootstrap key {key!r} must be 'l,r,j' (a lenience and two model indices)"
+        ) from None
 
 
 def expansion(prompts: int, level: float = LEVEL) -> float:

@@ -152,6 +152,13 @@ class Acceptance:
             for key, arrs in self.runs.items()
         }
 
+    def traces(self) -> dict[tuple[float, int, int], tuple[np.ndarray, ...]]:
+        """Per pair and lenience, the per-position acceptances of every prompt: what
+        :mod:`simulate.trace_replay` replays."""
+        return {
+            key: tuple(np.asarray(a, dtype=float) for a in arrs) for key, arrs in self.runs.items()
+        }
+
     def typical_context(self) -> tuple[list[int], list[int]]:
         """The ``(prompt, continuation)`` of median total length: the context the cost
         curves are timed on (attention cost grows with the context)."""
@@ -404,7 +411,7 @@ def assemble_model_set(
         metadata=meta,
         cost_curve=curves,
         catch_up=catch_up_flags(costs),
-        bootstrap=BootstrapData(acceptance.by_prompt(), costs.curve_stderr())
+        bootstrap=BootstrapData(acceptance.by_prompt(), costs.curve_stderr(), acceptance.traces())
         if len(acceptance.contexts) >= 2
         else None,
     )

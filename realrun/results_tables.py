@@ -99,6 +99,12 @@ def format_results(results: Results) -> str:
             f"{name}: predicted {v['point']:.3f}× [{v['low']:.2f}, {v['high']:.2f}] "
             f"({100 * v['level']:.0f}% {kind}; measured {where})"
         )
+    for name, v in results.metadata.get("replay_predictions", {}).items():
+        rows.append(
+            f"{name}: replaying the measuring traces predicts {v['point']:.3f}× "
+            f"[{v['low']:.2f}, {v['high']:.2f}] (|pred/meas-1| = {100 * v['error']:.1f}%; "
+            f"measured {'inside' if v['inside'] else 'outside'})"
+        )
     agreement = results.metadata.get("timing_agreement") or {}
     worst = [
         (abs(v["error"]), model, m, v) for model, by_m in agreement.items() for m, v in by_m.items()

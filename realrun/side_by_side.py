@@ -55,7 +55,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from ewif import explain, validate
-from ewif.bootstrap import prediction_intervals
+from ewif.bootstrap import LEVEL, prediction_intervals
 from ewif.cascade import Cascade
 from ewif.io import ModelSet
 from ewif.recommendation import Recommendation, recommend
@@ -69,6 +69,7 @@ from realrun.llamacpp_model import LlamaCppTokenModel
 from simulate.decoder.cascade import CascadeDecoder, CascadeStats
 from simulate.decoder.interface import Proposer
 from simulate.decoder.sampling import Decoding
+from simulate.trace_replay import replay
 
 #: The real neural models (the term: :mod:`ewif.cascade`, "Terms"): they count their passes
 #: (prefilled before the clock, priced per pass size).
@@ -501,6 +502,10 @@ def _results(
         intervals = method_intervals(results, model_set)
         metadata["prediction_intervals"] = intervals
         metadata["interval_coverage"] = interval_coverage(intervals)
+        if model_set.bootstrap.acceptance_traces is not None:
+            replays = replay_predictions(results, model_set)
+            metadata["replay_predictions"] = replays
+            metadata["replay_coverage"] = interval_coverage(replays)
     return results
 
 
@@ -619,6 +624,37 @@ def method_intervals(results: Results, model_set: ModelSet) -> dict[str, dict]:
             strict=True,
         )
     }
+
+
+def replay_predictions(results: Results, model_set: ModelSet, replays: int = 10) -> dict:
+    """Per sd/csd method: the speed-up that replaying it over the measuring prompts' acceptance
+    traces predicts (:func:`simulate.trace_replay.replay`; sampling traces ``replays`` times
+    per prompt), its 90 % prediction interval for the run's held-out prompts, whether the
+    measurement fell inside and the error ``|replay/measured − 1|``."""
+    greedy = results.decoding.get("temperature", 0.0) == 0.0
+    out = {}
+    for m in results.methods:
+        if m.kind not in ("sd", "csd") or not m.speedup:
+            continue
+        c = m.config
+        found = replay(
+            model_set,
+            c["models"],
+            np.array(c["K"]),
+            c["lenience"],
+            repeats=1 if greedy else replays,
+        )
+        low, high = found.interval(held_out_prompts=results.prompts)
+        out[m.name] = {
+            "point": found.speedup,
+            "low": low,
+            "high": high,
+            "level": LEVEL,
+            "held_out_prompts": results.prompts,
+            "inside": low <= m.speedup <= high,
+            "error": abs(found.speedup / m.speedup - 1.0),
+        }
+    return out
 
 
 def method_lengths(results: Results, name: str) -> list[int]:

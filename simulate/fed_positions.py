@@ -84,9 +84,18 @@ class FedPositions:
         self.step_sizes[i][m] = self.step_sizes[i].get(m, 0) + 1
         self.step_cost += self.price(i, m)
 
-    def _review(self, r: int, context: list[int]) -> list[int]:
+    def accepts(self, r: int, j: int, origin: int, position: int) -> bool:
+        """Whether reviewer ``r`` accepts the draft token at text position ``position``
+        (0 = the first generated token) that sits in drafter ``j``'s block and was generated
+        by model ``origin`` (a leaf's proposal, or a reviewer's correction or bonus token):
+        an independent Bernoulli(``alpha[r][j]``) trial, the model of :mod:`ewif.cascade`."""
+        return self.draw(self.alpha[r][j])
+
+    def _review(self, r: int, context: list[int]) -> tuple[list[int], list[int]]:
+        """One review call of ``r`` after ``context``: its tokens and each one's origin."""
         draft: list[int] = []
         producers: list[int] = []
+        origins: list[int] = []
         for j, b in enumerate(self.K[r][r:], start=r + 1):
             if b == 0:
                 continue
@@ -95,50 +104,61 @@ class FedPositions:
                     self._pass(j, context + draft, 1)
                     draft.append(self._token())
                     producers.append(j)
+                    origins.append(j)
                 continue
             got = calls = 0
             while (got < b) if self.fill == "tokens" else (calls < b):
-                out = self._review(j, context + draft)
+                out, made_by = self._review(j, context + draft)
                 draft += out
                 producers += [j] * len(out)
+                origins += made_by
                 got, calls = got + len(out), calls + 1
         self._pass(r, context + draft, len(draft) + 1)
         accepted = 0
-        for j in producers:
-            if not self.draw(self.alpha[r][j]):
+        start = len(context) - self.prompt_length
+        for i, (j, origin) in enumerate(zip(producers, origins, strict=True)):
+            if not self.accepts(r, j, origin, start + i):
                 break
             accepted += 1
-        return [*draft[:accepted], self._token()]
+        return [*draft[:accepted], self._token()], [*origins[:accepted], r]
 
     def step(self, sequence: list[int]) -> list[int]:
         """One target step on ``sequence`` (extended in place); returns the new tokens and
         leaves that step's passes in ``step_sizes`` / ``step_cost``."""
         self.step_sizes: list[dict[int, int]] = [{} for _ in range(self.n + 1)]
         self.step_cost = 0.0
-        out = self._review(0, sequence)
+        out = self._review(0, sequence)[0]
         sequence += out
         return out
 
     def start(self) -> list[int]:
         """A fresh stream: empty caches and a one-token prompt."""
         self.seen: list[list[int]] = [[] for _ in range(self.n + 1)]
+        self.prompt_length = 1
         return [self._token()]
 
+    def generation(self, max_new_tokens: int) -> tuple[float, list[dict[int, int]]]:
+        """One generation of ``max_new_tokens`` tokens, as a decoder makes it: the prompt
+        prefilled (every model has fed it), then target steps until the tokens are made, the
+        last step's surplus tokens dropped. Returns its cost and every model's passes by m."""
+        prompt = [self._token() for _ in range(3)]
+        self.seen = [list(prompt) for _ in range(self.n + 1)]
+        self.prompt_length = len(prompt)
+        sequence, made, cost = list(prompt), 0, 0.0
+        sizes: list[dict[int, int]] = [{} for _ in range(self.n + 1)]
+        while made < max_new_tokens:
+            new = self.step(list(sequence))[: max_new_tokens - made]
+            cost += self.step_cost
+            for i, counts in enumerate(self.step_sizes):
+                for m, c in counts.items():
+                    sizes[i][m] = sizes[i].get(m, 0) + c
+            sequence += new
+            made += len(new)
+        return cost, sizes
+
     def generation_costs(self, generations: int, max_new_tokens: int) -> np.ndarray:
-        """The cost of each of ``generations`` independent generations of ``max_new_tokens``
-        tokens, as a decoder makes them: the prompt prefilled (every model has fed it), then
-        target steps until the tokens are made, the last step's surplus tokens dropped."""
-        out = np.zeros(generations)
-        for g in range(generations):
-            prompt = [self._token() for _ in range(3)]
-            self.seen = [list(prompt) for _ in range(self.n + 1)]
-            sequence, made = list(prompt), 0
-            while made < max_new_tokens:
-                new = self.step(list(sequence))[: max_new_tokens - made]
-                out[g] += self.step_cost
-                sequence += new
-                made += len(new)
-        return out
+        """The cost of each of ``generations`` independent :meth:`generation` runs."""
+        return np.array([self.generation(max_new_tokens)[0] for _ in range(generations)])
 
     def run(self, streams: int, steps: int) -> FedRun:
         """``streams`` independent streams of one warm-up step and ``steps`` counted steps."""

@@ -13,7 +13,7 @@ import pytest
 from ewif import results as results_io
 from ewif.cascade import Cascade
 from ewif.io import ModelSet
-from realrun.side_by_side import method_intervals, method_lengths
+from realrun.side_by_side import method_intervals, method_lengths, replay_predictions
 
 DATA = Path(__file__).resolve().parents[2] / "realrun" / "data"
 RUNS = sorted(DATA.glob("cpu_results_*.json"))
@@ -41,3 +41,20 @@ def test_predictions_and_intervals_are_the_current_codes(path):
         assert kept["inside"] == interval["inside"], name
         for key in ("point", "low", "high"):
             assert kept[key] == pytest.approx(interval[key], rel=1e-9), (name, key)
+
+
+@pytest.mark.parametrize("path", RUNS, ids=lambda p: p.stem)
+def test_replay_predictions_are_the_current_codes(path):
+    """Where the model set carries acceptance traces, the stored trace-replay predictions
+    are what :func:`realrun.side_by_side.replay_predictions` gives today."""
+    run = results_io.load(path)
+    model_set = ModelSet.from_dict(run.metadata["model_set"], str(path))
+    if model_set.bootstrap.acceptance_traces is None:
+        assert "replay_predictions" not in run.metadata
+        return
+    stored, now = run.metadata["replay_predictions"], replay_predictions(run, model_set)
+    assert stored.keys() == now.keys()
+    for name, v in now.items():
+        assert stored[name]["inside"] == v["inside"], name
+        for key in ("point", "low", "high", "error"):
+            assert stored[name][key] == pytest.approx(v[key], rel=1e-9), (name, key)

@@ -14,8 +14,15 @@ from realrun.hf_model import HFTokenModel
 from realrun.maxgram import MaxGram
 from realrun.measure import measure
 from realrun.results_tables import format_results, wall_time_lines
-from realrun.side_by_side import Method, cascade_method, default_methods, run_side_by_side
+from realrun.side_by_side import (
+    Method,
+    cascade_method,
+    default_methods,
+    interval_coverage,
+    run_side_by_side,
+)
 from realrun.tiny import EOS, PROMPT_TEXTS
+from simulate.trace_replay import replay
 
 NEW = 12
 
@@ -222,3 +229,36 @@ def test_split_adds_up_to_the_wall_time_on_the_tiny_family(results):
         share = b["residual_share"]
         assert -0.01 < share < 0.5 and b["flagged"] == (abs(share) > 0.03)
     assert "wall" in format_results(results) and wall_time_lines(split)
+
+
+def test_replay_predictions_are_reported(results, setup):
+    """Every sd/csd method gets the trace replay's prediction and interval (the measuring
+    prompts' traces travel in the model set)."""
+    _, ms = setup
+    replays = results.metadata["replay_predictions"]
+    assert replays.keys() == {m.name for m in results.methods if m.kind in ("sd", "csd")}
+    for name, v in replays.items():
+        m = results.method(name)
+        c = m.config
+        point = replay(ms, c["models"], np.array(c["K"]), c["lenience"]).speedup
+        assert v["point"] == pytest.approx(point, rel=1e-12)
+        assert v["low"] <= v["point"] <= v["high"]
+        assert v["inside"] == (v["low"] <= m.speedup <= v["high"])
+    assert results.metadata["replay_coverage"] == interval_coverage(replays)
+    assert "replaying the measuring traces predicts" in format_results(results)
+
+
+@pytest.mark.parametrize("drafter", ["near", "mag"])
+def test_replay_of_the_runs_own_prompts_is_its_swi(setup, tiny_prompts, drafter):
+    """Replaying SD over the traces of the very prompts the run decodes reproduces the run
+    pass for pass: its speed-up equals the run's SWI (every counted pass priced at its size,
+    catch-up included) exactly."""
+    models, ms = setup
+    methods = [Method("AR", "autoregressive", ("target",))]
+    methods.append(cascade_method("SD", "sd", ("target", drafter), [[3]]))
+    res = run_side_by_side(
+        methods, models, tiny_prompts[:2], model_set=ms, max_new_tokens=NEW, progress=False
+    )
+    assert res.metadata["replay_predictions"]["SD"]["point"] == pytest.approx(
+        res.method("SD").swi, rel=1e-9
+    )

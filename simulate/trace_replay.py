@@ -1,0 +1,169 @@
+"""Replay Algorithm 1 over measured acceptance traces: a prediction that keeps how acceptance
+depends on the text.
+
+The exact EWIF (:mod:`ewif.cascade`) treats every test as an independent Bernoulli(α) trial.
+Real text is not like that: some prompts are easier than others, and acceptances cluster
+(Max-Gram copies a span or fails for many positions in a row; after a rejection the next
+position is harder too). A draft starts right after a rejection more often than at a random
+position, so clustering costs tokens per step that no α can show.
+
+A *trace* of pair ``(l, r, o)`` on one measuring prompt is what :mod:`realrun.measure`
+records: ``a_t``, at each position ``t`` of the target's continuation, whether model ``o``'s
+proposal there passes reviewer ``r``'s test at lenience ``l`` (greedy: 0 or 1) or the
+probability that it does (sampling). :class:`TraceReplay` plays Algorithm 1 (any K, fill,
+lenience and catch-up, the explicit-sequence player of :mod:`simulate.fed_positions`) along
+that text: the draft token at text position ``t`` that model ``o`` generated (a leaf's
+proposal, or a reviewer's correction or bonus token) passes reviewer ``r`` iff ``a_t`` of
+``(l_r, r, o)`` holds — drawn with probability ``a_t`` when it is one — with ``l_r`` the
+configuration's lenience for ``r >= 1`` and 1 at the target. The last step drafts past the
+end of the text like a decoder does; a test there is drawn with the trace's mean. Every pass
+is priced at the positions it feeds (:func:`replay`).
+
+One approximation: a draft token that follows a draft token differing from the text is
+tested with the text's trace, where a decoder would test it in a context that already
+deviates. Only draft-to-draft reviews see such tokens (the target rejects at the first
+deviation), and the replayed pass counts match a real run's closely (docs/findings.md).
+
+Each measuring prompt is replayed as one generation of its trace's length; the predicted
+speed-up is ``Σ_p N_p·c_0(1) / Σ_p C_p``. :meth:`Replay.interval` resamples whole prompts
+(the same widening and two-stage held-out draw as :mod:`ewif.bootstrap`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ewif import validate
+from ewif.bootstrap import LEVEL, REPLICATES, expansion
+from ewif.cascade import Cascade
+from ewif.io import ModelSet
+from simulate.fed_positions import FedPositions
+
+Trace = Mapping[tuple[float, int, int], np.ndarray]
+
+__all__ = ["Replay", "TraceReplay", "replay"]
+
+
+class TraceReplay(FedPositions):
+    """The explicit-sequence player whose tests read one prompt's traces (module docstring).
+
+    ``traces[(l, r, o)]``: the trace of reviewer ``r`` and origin ``o`` at lenience ``l``,
+    in the configuration's model indices; ``lenience``: the configuration's (draft-to-draft
+    reviews; the target reads ``l = 1``)."""
+
+    def __init__(
+        self,
+        traces: Trace,
+        lenience: float,
+        K: object,
+        fill: str,
+        catch_up: Sequence[bool],
+        price,
+        seed: int = 0,
+    ) -> None:
+        n = np.shape(K)[0]
+        super().__init__(np.zeros((n + 1, n + 1)), K, fill, catch_up, price, seed=seed)
+        self.traces = traces
+        self._means = {k: float(np.mean(a)) if len(a) else 0.0 for k, a in traces.items()}
+        self.lenience = float(lenience)
+
+    def accepts(self, r: int, j: int, origin: int, position: int) -> bool:
+        key = (self.lenience if r > 0 else 1.0, r, origin)
+        trace = self.traces[key]
+        p = float(trace[position]) if position < trace.size else self._means[key]
+        return p >= 1.0 or (p > 0.0 and self.draw(p))
+
+
+@dataclass(frozen=True)
+class Replay:
+    """Per measuring prompt: the tokens ``N_p`` and the mean cost ``C_p`` of its replays
+    (in target-pass units, ``unit`` = one autoregressive token)."""
+
+    tokens: np.ndarray
+    cost: np.ndarray
+    unit: float
+
+    @property
+    def speedup(self) -> float:
+        """``Σ N_p·unit / Σ C_p``: the predicted speed-up on generations like these."""
+        return float(self.tokens.sum() * self.unit / self.cost.sum())
+
+    def interval(
+        self,
+        level: float = LEVEL,
+        replicates: int = REPLICATES,
+        seed: int = 0,
+        held_out_prompts: int | None = None,
+    ) -> tuple[float, float]:
+        """The percentile interval of the speed-up over whole-prompt resamples, widened like
+        :mod:`ewif.bootstrap` (with ``held_out_prompts``: for a run on that many others)."""
+        P = self.tokens.size
+        widen = expansion(P, level)
+        rng = np.random.default_rng(validate.count("seed", seed))
+        point = self.speedup
+        values = np.empty(validate.count("replicates", replicates, minimum=2))
+        for b in range(values.size):
+            idx = rng.integers(0, P, P)
+            if held_out_prompts is not None:
+                idx = idx[rng.integers(0, P, validate.count("held_out_prompts", held_out_prompts))]
+            drawn = self.tokens[idx].sum() * self.unit / self.cost[idx].sum()
+            values[b] = point + widen * (drawn - point)
+        low, high = np.quantile(values, [(1 - level) / 2, (1 + level) / 2])
+        return float(low), float(high)
+
+
+def replay(
+    model_set: ModelSet,
+    models: Sequence[str],
+    K: object,
+    lenience: float = 1.0,
+    *,
+    catch_up: Sequence[bool] | None = None,
+    repeats: int = 1,
+    seed: int = 0,
+) -> Replay:
+    """Replay one configuration over the model set's measuring traces (module docstring).
+
+    ``repeats`` replays per prompt (greedy traces are 0/1, so one replay is exact; sampling
+    traces draw their tests, and the mean of the replays' costs is kept). ValueError when the
+    model set carries no traces, or none of a pair and lenience the configuration tests."""
+    cascade = Cascade.from_model_set(model_set, models, np.array(K), lenience, catch_up=catch_up)
+    data = model_set.bootstrap
+    if data is None or data.acceptance_traces is None:
+        raise ValueError(
+            "this model set carries no acceptance traces (measure it with this version of "
+            "csd measure), so it cannot be replayed"
+        )
+    idx = [model_set.index(name) for name in models]
+    local = {
+        (lenience_, idx.index(r), idx.index(o)): key
+        for key in data.acceptance_traces
+        for lenience_, r, o in [key]
+        if r in idx and o in idx
+    }
+    needed = {1.0 if r == 0 else float(lenience) for r in range(len(idx))}
+    if not any(k[0] in needed for k in local):
+        raise ValueError(
+            f"the model set has no acceptance traces at lenience {lenience:g} for {list(models)}"
+        )
+    repeats = validate.count("repeats", repeats, minimum=1)
+    price = cascade.pass_cost.at
+    tokens, cost = [], []
+    for p in range(data.prompts):
+        traces = {k: data.acceptance_traces[v][p] for k, v in local.items()}
+        n = len(next(iter(traces.values())))
+        player = TraceReplay(
+            traces,
+            lenience,
+            cascade.K,
+            cascade.fill,
+            cascade.catch_up,
+            lambda i, m: float(price(i, m)),
+            seed=seed + p,
+        )
+        tokens.append(n)
+        cost.append(np.mean([player.generation(n)[0] for _ in range(repeats)]))
+    return Replay(np.array(tokens, dtype=float), np.array(cost), cascade.pass_cost.unit)
