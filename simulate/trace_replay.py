@@ -40,6 +40,7 @@ from ewif import validate
 from ewif.bootstrap import LEVEL, REPLICATES, expansion
 from ewif.cascade import Cascade
 from ewif.io import ModelSet
+from ewif.review_call import drafters_reached, is_leaf, rows_of
 from simulate.fed_positions import FedPositions
 
 Trace = Mapping[tuple[float, int, int], np.ndarray]
@@ -129,7 +130,7 @@ def replay(
 
     ``repeats`` replays per prompt (greedy traces are 0/1, so one replay is exact; sampling
     traces draw their tests, and the mean of the replays' costs is kept). ValueError when the
-    model set carries no traces, or none of a pair and lenience the configuration tests."""
+    model set carries no traces, or lacks one the configuration tests."""
     cascade = Cascade.from_model_set(model_set, models, np.array(K), lenience, catch_up=catch_up)
     data = model_set.bootstrap
     if data is None or data.acceptance_traces is None:
@@ -144,10 +145,18 @@ def replay(
         for lenience_, r, o in [key]
         if r in idx and o in idx
     }
-    needed = {1.0 if r == 0 else float(lenience) for r in range(len(idx))}
-    if not any(k[0] in needed for k in local):
+    rows = rows_of(cascade.K)
+    reviewers = [0, *(j for j in drafters_reached(0, rows) if not is_leaf(rows, j))]
+    missing = [
+        f"{1.0 if r == 0 else float(lenience):g},{idx[r]},{idx[o]}"
+        for r in reviewers
+        for o in sorted(drafters_reached(r, rows[r:]))
+        if (1.0 if r == 0 else float(lenience), r, o) not in local
+    ]
+    if missing:
         raise ValueError(
-            f"the model set has no acceptance traces at lenience {lenience:g} for {list(models)}"
+            f"the model set has no acceptance traces of {', '.join(missing)} (lenience, "
+            f"reviewer, drafter), which replaying {list(models)} at lenience {lenience:g} tests"
         )
     repeats = validate.count("repeats", repeats, minimum=1)
     price = cascade.pass_cost.at

@@ -3,6 +3,7 @@ Monte Carlo when the traces hold constant probabilities, clustering visible, bad
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -122,6 +123,9 @@ def test_bad_input() -> None:
     plain = io.ModelSet(ms.models, ms.cost, ms.cost_per_token, ms.alpha, cost_curve=ms.cost_curve)
     with pytest.raises(ValueError, match="no acceptance traces"):
         replay(plain, ("t", "d"), [[2]])
+    lenient = dataclasses.replace(ms, alpha={1.0: ms.alpha[1.0], 3.0: ms.alpha[1.0].copy()})
+    with pytest.raises(ValueError, match=r"no acceptance traces of 3,1,2 .* at lenience 3"):
+        replay(lenient, NAMES, [[2, 0], [0, 2]], 3.0)
     with pytest.raises(ValueError, match="repeats"):
         replay(ms, ("t", "d"), [[2]], repeats=0)
     by_prompt = {k: np.array([[a.sum(), a.size] for a in v]) for k, v in traces.items()}
