@@ -24,6 +24,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=10,
         help="draft positions in the acceptance-by-position curve",
     )
+    parser.add_argument(
+        "--max-new-tokens",
+        type=int,
+        default=None,
+        metavar="N",
+        help="also the EWIF of a generation of N tokens, whose last step pays for tokens it "
+        "cannot keep (Theorem FL)",
+    )
     parser.add_argument("--json", action="store_true", help="machine-readable output")
 
 
@@ -39,6 +47,8 @@ def run(args: argparse.Namespace) -> int:
     if args.positions < 1:
         raise ValueError(f"--positions must be an integer >= 1, got {args.positions}")
     limits.at_most("--positions", args.positions, limits.MAX_POSITIONS, "draft positions")
+    if args.max_new_tokens is not None and args.max_new_tokens < 1:
+        raise ValueError(f"--max-new-tokens must be an integer >= 1, got {args.max_new_tokens}")
     c = Cascade.from_model_set(ms, fill=args.fill)
     passes, share = c.passes_per_step(), c.swi_breakdown()
     out = {
@@ -56,6 +66,9 @@ def run(args: argparse.Namespace) -> int:
         "cost_model": "curve" if c.cost_curve is not None else "affine",
         "review_sizes": review_sizes(c),
     }
+    if args.max_new_tokens is not None:
+        out["max_new_tokens"] = args.max_new_tokens
+        out["ewif_at_length"] = c.ewif(args.max_new_tokens)
     if args.json:
         print(json.dumps(out, indent=2))
         return 0
@@ -66,6 +79,11 @@ def run(args: argparse.Namespace) -> int:
         f"EWIF {out['ewif']:.4f}   tokens/step {out['expected_tokens']:.4f}   "
         f"cost/step {out['expected_cost']:.4f}"
     )
+    if args.max_new_tokens is not None:
+        print(
+            f"EWIF of a generation of {args.max_new_tokens} tokens {out['ewif_at_length']:.4f} "
+            "(its last step pays for tokens it cannot keep)"
+        )
     if out["decision"] == "autoregressive":
         print(
             f"on these costs, decode autoregressively: this configuration reaches "

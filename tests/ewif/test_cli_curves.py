@@ -85,3 +85,21 @@ def test_bad_curves_exit_2_with_one_line(capsys, tmp_path, curves, match):
         rc, out, err = run(capsys, *argv)
         assert rc == 2 and out == "" and err.count("\n") == 1
         assert re.search(match, err), err
+
+
+def test_evaluate_at_a_generation_length(capsys, tmp_path):
+    """``--max-new-tokens N`` adds the exact EWIF of an N-token generation (Theorem FL): below
+    the endless one, equal to Cascade.ewif(N); a bad N exits 2 with one line."""
+    from ewif import io
+    from ewif.cascade import Cascade
+
+    path = write(tmp_path, "curves.json")
+    rc, out, _ = run(capsys, "evaluate", path, "--max-new-tokens", "16", "--json")
+    data = json.loads(out)
+    want = Cascade.from_model_set(io.load(path)).ewif(16)
+    assert rc == 0 and data["ewif_at_length"] == pytest.approx(want, rel=1e-12)
+    assert data["ewif_at_length"] < data["ewif"]
+    rc, out, _ = run(capsys, "evaluate", path, "--max-new-tokens", "16")
+    assert rc == 0 and "EWIF of a generation of 16 tokens" in out
+    rc, _, err = run(capsys, "evaluate", path, "--max-new-tokens", "0")
+    assert rc == 2 and "--max-new-tokens must be an integer >= 1, got 0" in err
