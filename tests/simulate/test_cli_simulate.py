@@ -99,3 +99,52 @@ def test_models_without_K_on_a_set_without_cascade(tmp_path, capsys) -> None:
     assert main(["simulate", str(path), "--models", ms.models[0]]) == 2
     assert "--models needs --K" in capsys.readouterr().err
     assert np.isfinite(_json(capsys, str(path), "--trials", "2000")["steps_per_second"])
+
+
+def test_replay_next_to_the_exact_ewif(tmp_path, capsys) -> None:
+    """``--replay`` reports :func:`simulate.trace_replay.replay` of the cascade over the file's
+    traces (seeded, 10 replays per prompt) next to the exact EWIF of the same lengths; a set
+    without traces exits 2."""
+    from simulate.trace_replay import replay
+    from tests.simulate.test_trace_replay import _model_set, _traces
+
+    values = {(1.0, 0, 1): 0.7, (1.0, 0, 2): 0.3, (1.0, 1, 2): 0.4}
+    ms = _model_set(_traces(values, 4, 12))
+    path = io.save(ms, tmp_path / "set.json")
+    argv = [str(path), "--models", "t,d", "--K", "[[3]]", "--trials", "20000", "--replay"]
+    out = _json(capsys, *argv)["replay"]
+    assert out["prompts"] == 4 and out["mean_length"] == 12
+    assert out["speedup"] == pytest.approx(replay(ms, ("t", "d"), [[3]], repeats=10).speedup)
+    want = Cascade.from_model_set(ms, ("t", "d"), np.array([[3]])).ewif(12)
+    assert out["ewif_same_lengths"] == pytest.approx(want, rel=1e-12)
+    assert out["low"] <= out["speedup"] <= out["high"]
+    assert main(["simulate", *argv]) == 0
+    assert "trace replay over 4 measuring prompts" in capsys.readouterr().out
+    assert main(["simulate", "--trials", "2000", "--replay"]) == 2
+    assert "no acceptance traces" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("curves", [True, False])
+def test_a_set_with_catch_up_is_compared_without_it(tmp_path, capsys, curves) -> None:
+    """A measured set's drafters pay the catch-up pass, which the Bernoulli engine does not
+    price: the comparison uses the paper's accounting (and agrees), the EWIF with the
+    catch-up pass is reported beside it."""
+    from tests.simulate.test_trace_replay import _model_set, _traces
+
+    ms = _model_set(_traces({(1.0, 0, 1): 0.7, (1.0, 0, 2): 0.3, (1.0, 1, 2): 0.4}, 2, 8))
+    if not curves:
+        ms = io.ModelSet(
+            ms.models,
+            np.array([1.0, 0.3, 0.05]),
+            np.array([0.0, 0.1, 0.0]),
+            ms.alpha,
+            catch_up=ms.catch_up,
+        )
+    path = io.save(ms, tmp_path / "set.json")
+    out = _json(capsys, str(path), "--models", "t,d", "--K", "[[3]]", "--trials", "20000")
+    want = Cascade.from_model_set(ms, ("t", "d"), np.array([[3]])).ewif()
+    assert out["catch_up"]["ewif_with_catch_up"] == pytest.approx(want, rel=1e-12)
+    assert (
+        main(["simulate", str(path), "--models", "t,d", "--K", "[[3]]", "--trials", "20000"]) == 0
+    )
+    assert "pay the catch-up pass" in capsys.readouterr().out
