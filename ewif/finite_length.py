@@ -47,12 +47,16 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ewif import validate
+from ewif import limits, validate
 from ewif.catch_up import Feed
 from ewif.review_call import drafters_reached, is_leaf, rows_of
 
 if TYPE_CHECKING:
     from ewif.cascade import Cascade
+
+#: Longest generation ``generation_cost`` evaluates (the renewal mass is a loop over its
+#: tokens: 10^5 take about 0.1 s); beyond it the endless EWIF is the answer to 1/N.
+MAX_LENGTH = 100_000
 
 __all__ = [
     "expected_steps",
@@ -66,12 +70,12 @@ __all__ = [
 def renewal_mass(pmf: np.ndarray, n: int) -> np.ndarray:
     """``U(0..n−1)``: expected number of partial sums of i.i.d. steps with law ``pmf``
     (``pmf[t] = P(T = t)``, ``pmf[0] = 0``) that equal each value below ``n``."""
-    p = np.asarray(pmf, dtype=float)
+    p = np.asarray(pmf, dtype=float)[1:]  # p[t − 1] = P(T = t)
     u = np.zeros(n)
     u[0] = 1.0
     for k in range(1, n):
-        t = np.arange(1, min(k, p.size - 1) + 1)
-        u[k] = p[t] @ u[k - t]
+        w = min(k, p.size)
+        u[k] = p[:w] @ u[k - 1 :: -1][:w]
     return u
 
 
@@ -113,24 +117,28 @@ def _entry_costs(cascade: Cascade, i: int, step: Feed) -> np.ndarray:
 def generation_cost(cascade: Cascade, n: int) -> float:
     """``E[C(n)]``: expected cost (in the cascade's cost units) of a generation of ``n``
     tokens, every model's passes included (module docstring, Theorem FL)."""
-    n = validate.count("max_new_tokens", n, minimum=1)
+    n = limits.at_most(
+        "max_new_tokens",
+        validate.count("max_new_tokens", n, minimum=1),
+        MAX_LENGTH,
+        "tokens (the endless EWIF, max_new_tokens=None, is the limit of long generations)",
+    )
     pmf = np.asarray(cascade.tokens_pgf().coefficients, dtype=float)
     mass = renewal_mass(pmf, n)
     steps = float(mass.sum())
-    per_step = cascade.model_step_costs()
     total = 0.0
-    for i, cost in enumerate(per_step):
+    for i, cost in enumerate(cascade.model_step_costs()):
         step = cascade.step_feed(i)
         if step is None:
             total += steps * float(cost)
             continue
         entry = _entry_costs(cascade, i, step)
         J = step.exit  # J[t, u]
-        total += entry[0]
-        for m, weight in enumerate(mass):
-            t_max = min(n - m, J.shape[0])  # tokens t < n − m
-            if weight and t_max > 0:
-                total += weight * float(J[:t_max].sum(axis=0) @ entry[: J.shape[1]])
+        # kept[t] = Σ_{t' < t} Σ_u J[t', u]·ĉ(u): the next step's expected cost, over exits
+        # whose tokens leave the generation unfinished
+        kept = np.concatenate([[0.0], np.cumsum(J @ entry[: J.shape[1]])])
+        remaining = np.minimum(n - np.arange(n), J.shape[0])  # tokens t < n − m
+        total += entry[0] + float(mass @ kept[remaining])
     return total
 
 

@@ -172,6 +172,7 @@ def test_workload() -> None:
         ("32", TypeError, "max_new_tokens"),
         ([], ValueError, "at least one"),
         ([4, 0], ValueError, r"max_new_tokens\[1\]"),
+        (100_001, ValueError, "at most 100,000 tokens"),
     ],
 )
 def test_bad_lengths(bad, error, match) -> None:
