@@ -217,6 +217,14 @@ class Cascade:
     def with_alpha(self, alpha: object) -> Cascade:
         """The same configuration (costs, K, fill, names, catch-up flags) with acceptance
         matrix ``alpha`` instead."""
+        return self._rebuilt(alpha, self.catch_up)
+
+    def with_catch_up(self, catch_up: object) -> Cascade:
+        """The same configuration (acceptance, costs, K, fill, names) with catch-up flags
+        ``catch_up`` instead (all False: the paper's pass accounting)."""
+        return self._rebuilt(self.alpha, catch_up)
+
+    def _rebuilt(self, alpha: object, catch_up: object) -> Cascade:
         curves = None if self.cost_curve is None else list(self.cost_curve)
         return Cascade(
             alpha,
@@ -226,7 +234,7 @@ class Cascade:
             fill=self.fill,
             names=self.names,
             cost_curve=curves,
-            catch_up=self.catch_up,
+            catch_up=catch_up,
         )
 
     @staticmethod
@@ -337,7 +345,7 @@ class Cascade:
         i = validate.count("i", i, minimum=1)
         if i > self.n or not self.catch_up[i]:
             raise ValueError(f"i must be a drafter in [1, {self.n}] with catch_up set, got {i}")
-        step = feed(i, 0, self._rows, self.alpha, self.fill, self._feed_calls, self._feeds)
+        step = self.step_feed(i)
         return np.convolve(stationary_tail(step), step.first)
 
     def model_step_costs(self) -> np.ndarray:

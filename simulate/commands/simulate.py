@@ -161,21 +161,9 @@ def run(args: argparse.Namespace) -> int:
 def _without_catch_up(cascade: Any) -> Any:
     """The cascade priced as the paper counts passes: what the Bernoulli engine simulates
     (the catch-up pass has its own witness, :mod:`simulate.fed_positions`)."""
-    from ewif.cascade import Cascade
-
     if not any(cascade.catch_up):
         return cascade
-    curves = cascade.cost_curve
-    return Cascade(
-        cascade.alpha,
-        cascade.cost if curves is None else None,
-        cascade.K,
-        cost_per_token=cascade.cost_per_token if curves is None else None,
-        fill=cascade.fill,
-        names=cascade.names,
-        cost_curve=curves,
-        catch_up=[False] * (cascade.n + 1),
-    )
+    return cascade.with_catch_up([False] * (cascade.n + 1))
 
 
 def _catch_up_note(priced: Any) -> dict | None:
