@@ -81,7 +81,7 @@ import numpy as np
 
 from ewif import limits, validate
 from ewif.catch_up import Feed, feed, stationary_tail, step_pass_sizes
-from ewif.finite_length import generation_cost, generation_lengths
+from ewif.finite_length import generation_costs, generation_lengths
 from ewif.pass_cost import PassCost, relative_costs
 from ewif.pgf import Pgf
 from ewif.review_call import FILLS, Call, Rows, drafters_reached, review_call, rows_of
@@ -372,7 +372,7 @@ class Cascade:
         if max_new_tokens is None:
             return self.expected_tokens() * self.pass_cost.unit / self.expected_cost()
         lengths = generation_lengths(max_new_tokens)
-        costs = {n: generation_cost(self, n) for n in set(lengths)}
+        costs = generation_costs(self, lengths)
         return sum(lengths) * self.pass_cost.unit / sum(costs[n] for n in lengths)
 
     def passes_per_step(self) -> np.ndarray:

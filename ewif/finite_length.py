@@ -62,6 +62,7 @@ __all__ = [
     "expected_steps",
     "first_pass_leads",
     "generation_cost",
+    "generation_costs",
     "generation_lengths",
     "renewal_mass",
 ]
@@ -117,29 +118,46 @@ def _entry_costs(cascade: Cascade, i: int, step: Feed) -> np.ndarray:
 def generation_cost(cascade: Cascade, n: int) -> float:
     """``E[C(n)]``: expected cost (in the cascade's cost units) of a generation of ``n``
     tokens, every model's passes included (module docstring, Theorem FL)."""
-    n = limits.at_most(
-        "max_new_tokens",
-        validate.count("max_new_tokens", n, minimum=1),
-        MAX_LENGTH,
-        "tokens (the endless EWIF, max_new_tokens=None, is the limit of long generations)",
+    return generation_costs(cascade, [n])[n]
+
+
+def generation_costs(cascade: Cascade, lengths: Sequence[int]) -> dict[int, float]:
+    """``E[C(n)]`` for every ``n`` in ``lengths`` (:func:`generation_cost`), on one renewal
+    mass: ``U`` up to ``n`` is the prefix of ``U`` up to the longest length."""
+    wanted = sorted(
+        {
+            limits.at_most(
+                "max_new_tokens",
+                validate.count("max_new_tokens", n, minimum=1),
+                MAX_LENGTH,
+                "tokens (the endless EWIF, max_new_tokens=None, is the limit of long generations)",
+            )
+            for n in lengths
+        }
     )
     pmf = np.asarray(cascade.tokens_pgf().coefficients, dtype=float)
-    mass = renewal_mass(pmf, n)
-    steps = float(mass.sum())
-    total = 0.0
+    mass = renewal_mass(pmf, wanted[-1])
+    fixed = 0.0  # per step: every model whose step cost does not depend on the past
+    caught = []  # per catch-up drafter: ĉ(0) and kept[t] (below)
     for i, cost in enumerate(cascade.model_step_costs()):
         step = cascade.step_feed(i)
         if step is None:
-            total += steps * float(cost)
+            fixed += float(cost)
             continue
         entry = _entry_costs(cascade, i, step)
         J = step.exit  # J[t, u]
         # kept[t] = Σ_{t' < t} Σ_u J[t', u]·ĉ(u): the next step's expected cost, over exits
         # whose tokens leave the generation unfinished
-        kept = np.concatenate([[0.0], np.cumsum(J @ entry[: J.shape[1]])])
-        remaining = np.minimum(n - np.arange(n), J.shape[0])  # tokens t < n − m
-        total += entry[0] + float(mass @ kept[remaining])
-    return total
+        caught.append((entry[0], np.concatenate([[0.0], np.cumsum(J @ entry[: J.shape[1]])])))
+    out = {}
+    for n in wanted:
+        head = mass[:n]
+        total = float(head.sum()) * fixed
+        for first, kept in caught:
+            remaining = np.minimum(n - np.arange(n), kept.size - 1)  # tokens t < n − m
+            total += first + float(head @ kept[remaining])
+        out[n] = total
+    return out
 
 
 def generation_lengths(lengths: int | Sequence[int]) -> list[int]:
