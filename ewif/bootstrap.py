@@ -233,6 +233,16 @@ def expansion(prompts: int, level: float = LEVEL) -> float:
     return math.sqrt(p / (p - 1)) * t / z
 
 
+def prompt_draw(rng: np.random.Generator, prompts: int, held_out_prompts: int | None) -> np.ndarray:
+    """The prompts of one replicate: ``I``, ``prompts`` indices drawn with replacement, or
+    with ``held_out_prompts`` (a validated count) ``J``, that many drawn from ``I`` — the
+    pseudo held-out prompts of the two-stage resample (module docstring)."""
+    idx = rng.integers(0, prompts, prompts)
+    if held_out_prompts is not None:
+        idx = idx[rng.integers(0, prompts, held_out_prompts)]
+    return idx
+
+
 def replicate_sets(
     model_set: ModelSet,
     replicates: int = REPLICATES,
@@ -259,9 +269,7 @@ def replicate_sets(
     widen = expansion(data.prompts, level)
     out = []
     for _ in range(b):
-        idx = rng.integers(0, data.prompts, data.prompts)
-        if held is not None:  # J: the pseudo held-out prompts, drawn from I
-            idx = idx[rng.integers(0, data.prompts, held)]
+        idx = prompt_draw(rng, data.prompts, held)
         alpha = {lenience: m.copy() for lenience, m in model_set.alpha.items()}
         for (lenience, r, j), table in data.acceptance_by_prompt.items():
             total = table[idx].sum(axis=0)

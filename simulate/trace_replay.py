@@ -37,7 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ewif import validate
-from ewif.bootstrap import LEVEL, REPLICATES, expansion
+from ewif.bootstrap import LEVEL, REPLICATES, expansion, prompt_draw
 from ewif.cascade import Cascade
 from ewif.io import ModelSet
 from ewif.review_call import drafters_reached, is_leaf, rows_of
@@ -104,12 +104,15 @@ class Replay:
         P = self.tokens.size
         widen = expansion(P, level)
         rng = np.random.default_rng(validate.count("seed", seed))
+        held = (
+            None
+            if held_out_prompts is None
+            else validate.count("held_out_prompts", held_out_prompts, minimum=1)
+        )
         point = self.speedup
         values = np.empty(validate.count("replicates", replicates, minimum=2))
         for b in range(values.size):
-            idx = rng.integers(0, P, P)
-            if held_out_prompts is not None:
-                idx = idx[rng.integers(0, P, validate.count("held_out_prompts", held_out_prompts))]
+            idx = prompt_draw(rng, P, held)
             drawn = self.tokens[idx].sum() * self.unit / self.cost[idx].sum()
             values[b] = point + widen * (drawn - point)
         low, high = np.quantile(values, [(1 - level) / 2, (1 + level) / 2])
