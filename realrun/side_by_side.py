@@ -457,15 +457,15 @@ def _results(
     ar = ar_name(methods)
     ar_out = tallies[ar].outputs if ar is not None else None
     out, mismatches, in_run = [], {}, {}
+    lengths = {m.name: [len(o) for o in tallies[m.name].outputs] for m in methods}
     for m in methods:
         t = tallies[m.name]
         cascade = None
-        lengths = [len(o) for o in t.outputs]
         if m.kind in ("sd", "csd"):
             cascade = Cascade.from_model_set(model_set, m.models, np.array(m.K), m.lenience)
             if t.stats is not None and t.stats.target_steps:
-                in_run[m.name] = ewif_with_run_acceptance(cascade, t.stats, lengths)
-        out.append(_method_result(m, t, model_set.pass_cost.unit, cascade, lengths))
+                in_run[m.name] = ewif_with_run_acceptance(cascade, t.stats, lengths[m.name])
+        out.append(_method_result(m, t, model_set.pass_cost.unit, cascade, lengths[m.name]))
         if ar_out is not None and decoding.greedy:
             mismatches[m.name] = sum(a != b for a, b in zip(t.outputs, ar_out, strict=True))
     metadata = {
@@ -482,7 +482,7 @@ def _results(
         "in_run_pass_seconds": _in_run_pass_seconds(methods, tallies),
         "wall_time_split": _wall_time_split(methods, tallies),
         "model_set": model_set.to_dict(),
-        "generation_lengths": {m.name: [len(o) for o in tallies[m.name].outputs] for m in methods},
+        "generation_lengths": lengths,
     }
     results = Results(
         device=device,
