@@ -14,8 +14,10 @@ replaying them predicts (:func:`realrun.side_by_side.replay_predictions`); then 
 error and the coverage before, after and by replay.
 ``--write`` stores the recomputed ``predicted_speedup``, ``metadata.prediction_intervals``,
 ``metadata.interval_coverage``, ``metadata.median_prediction_error`` and the replay's
-``metadata.replay_predictions`` and ``metadata.replay_coverage`` in the files and
-records ``metadata.predictions_recomputed`` (what and why); nothing else changes (the "cost
+``metadata.replay_predictions`` and ``metadata.replay_coverage`` in the files, the timing
+diagnostics ``metadata.timing_agreement`` and ``metadata.ar_agreement`` as the current code
+computes them from the run's stored pass times (:func:`realrun.pipeline.timing_diagnostics`),
+and records ``metadata.predictions_recomputed`` (what and why); nothing else changes (the "cost
 model alone" figures need the run's in-run acceptances and keep the endless EWIF of a file
 that predates Theorem FL).
 
@@ -36,7 +38,7 @@ from ewif import results as results_io
 from ewif.cascade import Cascade
 from ewif.io import ModelSet
 from ewif.results import Results
-from realrun.pipeline import median_prediction_error
+from realrun.pipeline import median_prediction_error, timing_diagnostics
 from realrun.side_by_side import (
     interval_coverage,
     method_intervals,
@@ -119,6 +121,7 @@ def main(argv: list[str] | None = None) -> int:
                 prediction_intervals=new,
                 interval_coverage=interval_coverage(new),
                 median_prediction_error=median_prediction_error(new_run),
+                **timing_diagnostics(new_run, model_set),
                 predictions_recomputed=REASON.format(
                     lengths="as the run recorded them"
                     if recorded

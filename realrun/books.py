@@ -15,12 +15,15 @@ work, the interpreter, the clock). :func:`split` computes the split; a residual 
 :data:`RESIDUAL_FLAG` of ``W`` is flagged. Pass times are summarised per ``m`` by count,
 **mean** (what the run pays: expected cost is a mean), median and p90.
 :func:`timing_agreement` sets the run's mean pass times against the ones the measuring
-phase timed, model by model and size by size.
+phase timed, model by model and size by size — the passes a cost curve prices, so an
+autoregressive method's passes are left out: a prediction prices them by the autoregressive
+reference, timed as a stretch of its own, which :func:`ar_agreement` sets against the run's
+autoregressive method.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -148,9 +151,11 @@ def timing_agreement(
     timing: Mapping,
     run_ar_s: float | None = None,
     timed_ar_s: float | None = None,
+    priced_by_ar: Collection[str] = (),
 ) -> dict[str, dict[str, dict]]:
     """The in-run mean pass time of every model and size ``m`` (``in_run``: a results file's
-    ``metadata.in_run_pass_seconds``, pooled over the methods) against the measuring phase's
+    ``metadata.in_run_pass_seconds``, pooled over the methods but those named in
+    ``priced_by_ar``, whose passes no curve prices) against the measuring phase's
     timed mean at that ``m`` (``timing``: the model set's ``metadata.timing``, interpolated
     on its grid): ``{model: {m: {passes, run_mean_s, timed_mean_s, error}}}`` with
     ``error = run/timed − 1``, for sizes with at least :data:`MIN_PASSES` passes. Given the
@@ -159,7 +164,9 @@ def timing_agreement(
     its own phase's AR token — what a prediction uses, blind to a drift of the machine's speed
     between the two phases."""
     pooled: dict[str, dict[int, list[float]]] = {}
-    for per_model in in_run.values():
+    for method, per_model in in_run.items():
+        if method in priced_by_ar:
+            continue
         for model, by_m in per_model.items():
             for size, v in by_m.items():
                 total = pooled.setdefault(model, {}).setdefault(int(size), [0, 0.0])
@@ -181,3 +188,19 @@ def timing_agreement(
                 row["relative_error"] = (run / run_ar_s) / (timed / timed_ar_s) - 1.0
             out.setdefault(model, {})[str(size)] = row
     return out
+
+
+def ar_agreement(run_ar_s: float, timed_ar_s: float) -> dict[str, float]:
+    """The run's autoregressive seconds per token (``run_ar_s``) against the measuring
+    phase's autoregressive reference (``timed_ar_s``), the unit every cost curve is priced
+    in: ``{run_s_per_token, timed_s_per_token, error}`` with ``error = run/timed − 1``."""
+    for label, value in (("run_ar_s", run_ar_s), ("timed_ar_s", timed_ar_s)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise TypeError(f"{label} must be a number of seconds, got {value!r}")
+        if not np.isfinite(value) or value <= 0:
+            raise ValueError(f"{label} must be a finite number of seconds > 0, got {value!r}")
+    return {
+        "run_s_per_token": float(run_ar_s),
+        "timed_s_per_token": float(timed_ar_s),
+        "error": run_ar_s / timed_ar_s - 1.0,
+    }

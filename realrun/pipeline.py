@@ -25,7 +25,7 @@ from ewif import validate
 from ewif.io import ModelSet
 from ewif.recommendation import recommend
 from ewif.results import Results
-from realrun.books import timing_agreement
+from realrun.books import ar_agreement, timing_agreement
 from realrun.family import load_family, set_threads
 from realrun.numerics import measure_numerics
 from realrun.prompts import Prompt, encode, load_prompts
@@ -188,12 +188,7 @@ def run_pipeline(
         "backend": family.backend,
         "cpu": cpu_description(),
         "median_prediction_error": median_prediction_error(results),
-        "timing_agreement": timing_agreement(
-            results.metadata.get("in_run_pass_seconds", {}),
-            model_set.metadata.get("timing", {}),
-            _ar_seconds(results),
-            model_set.metadata.get("ar_seconds_per_token"),
-        ),
+        **timing_diagnostics(results, model_set),
     }
     if rec is not None:
         meta["recommendation"] = recommendation_record(rec)
@@ -212,6 +207,27 @@ def given_cascade(names: Sequence[str], K: object, lenience: float, model_set: M
         )
     model_set.checked_lenience(lenience)
     return method
+
+
+def timing_diagnostics(results: Results, model_set: ModelSet) -> dict[str, dict]:
+    """How the run's pass times compare with the measuring phase's
+    (:mod:`realrun.books`): ``timing_agreement`` for the passes the cost curves price (the
+    autoregressive method's left out) and, where both phases timed autoregressive decoding,
+    ``ar_agreement`` for the reference that prices the rest."""
+    run_ar_s = _ar_seconds(results)
+    timed_ar_s = model_set.metadata.get("ar_seconds_per_token")
+    out = {
+        "timing_agreement": timing_agreement(
+            results.metadata.get("in_run_pass_seconds", {}),
+            model_set.metadata.get("timing", {}),
+            run_ar_s,
+            timed_ar_s,
+            priced_by_ar=[m.name for m in results.methods if m.kind == "autoregressive"],
+        )
+    }
+    if run_ar_s and timed_ar_s:
+        out["ar_agreement"] = ar_agreement(run_ar_s, timed_ar_s)
+    return out
 
 
 def _ar_seconds(results: Results) -> float | None:

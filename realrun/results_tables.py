@@ -66,9 +66,10 @@ def format_results(results: Results) -> str:
             else "the measured one-token pass of the target "
             f"({1000 * set_meta['target_one_token_pass_s']:.1f} ms)"  # files before the AR unit
         )
+        predicted = 1 / (t_ar or set_meta["target_one_token_pass_s"])
         rows.append(
-            f"AR measured {ar.tokens_per_s:.3f} tokens/s; {what} predicts "
-            f"{1 / (t_ar or set_meta['target_one_token_pass_s']):.3f} tokens/s"
+            f"AR measured {ar.tokens_per_s:.3f} tokens/s; {what} predicts {predicted:.3f} "
+            f"tokens/s ({100 * (ar.tokens_per_s / predicted - 1):+.1f}%)"
         )
     for name, v in results.metadata.get("prediction_with_run_acceptance", {}).items():
         rows.append(
@@ -77,7 +78,10 @@ def format_results(results: Results) -> str:
             "alone)"
         )
     target = (ms_meta.get("models") or [None])[0]
+    priced_by_ar = {m.name for m in results.methods if m.kind == "autoregressive"}
     for name, models in results.metadata.get("in_run_pass_seconds", {}).items():
+        if name in priced_by_ar:  # its passes are priced by the AR line above
+            continue
         sizes = sorted(models.get(target, {}).items(), key=lambda kv: -kv[1]["passes"])[:3]
         timed = _timed_seconds(ms_meta, target)
         if not sizes or timed is None:

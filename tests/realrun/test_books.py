@@ -1,5 +1,6 @@
 """The wall-time books (realrun.books): pass summaries, the split and its flag, timing
-statistics, bad input (the split of a real run on the tiny family: tests/realrun/test_run.py)."""
+statistics, the in-run agreement, bad input (the split of a real run on the tiny family:
+tests/realrun/test_side_by_side.py)."""
 
 from __future__ import annotations
 
@@ -70,3 +71,36 @@ def test_timing_agreement_pools_methods_and_compares_with_the_timed_grid():
     drift = timing_agreement(in_run, timing, run_ar_s=0.0625, timed_ar_s=0.05)
     assert drift["d"]["1"]["error"] == pytest.approx(0.25)
     assert drift["d"]["1"]["relative_error"] == pytest.approx(0.0, abs=1e-12)
+
+
+def test_timing_agreement_leaves_out_the_passes_the_ar_reference_prices():
+    in_run = {
+        "AR": {"t": {"1": {"passes": 60, "mean_s": 0.08}}},
+        "SD": {"t": {"1": {"passes": 40, "mean_s": 0.1}, "2": {"passes": 40, "mean_s": 0.2}}},
+    }
+    timing = {"t": {"m": [1, 2], "seconds": [0.1, 0.2]}}
+    pooled = books.timing_agreement(in_run, timing)
+    assert pooled["t"]["1"]["passes"] == 100
+    assert pooled["t"]["1"]["error"] == pytest.approx((60 * 0.08 + 40 * 0.1) / 100 / 0.1 - 1)
+    got = books.timing_agreement(in_run, timing, priced_by_ar=["AR"])
+    assert got["t"]["1"] == {
+        "passes": 40,
+        "run_mean_s": pytest.approx(0.1),
+        "timed_mean_s": pytest.approx(0.1),
+        "error": pytest.approx(0.0, abs=1e-12),
+    }
+    assert books.timing_agreement(in_run, timing, priced_by_ar=["AR", "SD"]) == {}
+
+
+def test_ar_agreement_and_its_bad_input():
+    got = books.ar_agreement(0.0625, 0.05)
+    assert got == {
+        "run_s_per_token": 0.0625,
+        "timed_s_per_token": 0.05,
+        "error": pytest.approx(0.25),
+    }
+    for bad in (0.0, -1.0, math.nan, math.inf):
+        with pytest.raises(ValueError, match="run_ar_s must be a finite number of seconds > 0"):
+            books.ar_agreement(bad, 0.05)
+    with pytest.raises(TypeError, match="timed_ar_s must be a number of seconds"):
+        books.ar_agreement(0.05, "0.05")

@@ -8,11 +8,13 @@ import pytest
 
 from ewif.io import ModelSet
 from ewif.recommendation import recommend
+from realrun import books
 from realrun.family import load_family
 from realrun.invariance import batch_invariance
-from realrun.pipeline import run_pipeline, split_prompts
+from realrun.pipeline import run_pipeline, split_prompts, timing_diagnostics
 from realrun.prompts import load_prompts
 from realrun.side_by_side import MethodTally, divergences, recommendation_record
+from simulate.decoder.sampling import Decoding
 
 
 class _Flipping:
@@ -78,6 +80,36 @@ def test_realrun_runs_on_the_held_out_split_and_reports_the_decision(tiny_model_
     assert meta["median_prediction_error"] == pytest.approx(float(np.median(errors)))
     assert meta["divergences"] == [] and set(meta["outputs_differing_from_AR"].values()) == {0}
     assert meta["cpu"]["cores"] >= 1 and meta["dtype"] == "float32"
+    ar = next(m for m in res.methods if m.kind == "autoregressive")
+    timed_ar_s = meta["model_set"]["metadata"]["ar_seconds_per_token"]
+    assert meta["ar_agreement"]["run_s_per_token"] == pytest.approx(1 / ar.tokens_per_s)
+    assert meta["ar_agreement"]["error"] == pytest.approx(1 / ar.tokens_per_s / timed_ar_s - 1)
+
+
+def test_timing_diagnostics_leave_the_ar_methods_passes_to_the_ar_reference(
+    tiny_model_dirs, prompt_file, monkeypatch
+):
+    res = run_pipeline(
+        [str(tiny_model_dirs["target"]), str(tiny_model_dirs["near"])],
+        prompts=str(prompt_file),
+        measure_prompts=2,
+        max_new_tokens=4,
+        decoding=Decoding(temperature=0.8),  # sampling: the AR method is our decoder
+        device="cpu",
+        dtype="float32",
+        threads=1,
+        k_max=2,
+        baselines=False,
+        progress=False,
+    )
+    monkeypatch.setattr(books, "MIN_PASSES", 1)  # every size of this short run compared
+    model_set = ModelSet.from_dict(res.metadata["model_set"], "run")
+    target = model_set.models[0]
+    in_run = res.metadata["in_run_pass_seconds"]
+    assert "1" in in_run["AR"][target]  # the target's one-token passes: AR's alone
+    assert all("1" not in v.get(target, {}) for k, v in in_run.items() if k != "AR")
+    got = timing_diagnostics(res, model_set)["timing_agreement"]
+    assert "1" not in got.get(target, {}) and got  # the drafters' and reviews' sizes stay
 
 
 def _model_set(drafter_cost: float, target_curve=(1.0, 1.9, 2.8)) -> ModelSet:
