@@ -4,9 +4,13 @@ The renewal–reward EWIF of :mod:`ewif.cascade` is the speed-up of an endless g
 A real request stops at ``max_new_tokens`` (or at EOS): the decoder cuts the tokens of its
 last target step to what is still missing, but that step has already paid for its whole
 draft and review. With ``N`` tokens to make and ``μ`` tokens per step, the overshoot of the
-last step is a fixed cost per generation, so the speed-up of short generations is below
-the endless one (a few per cent at ``N = 32`` with ``μ ≈ 3.5``) and tends to it as ``N``
-grows. The autoregressive reference makes ``N`` passes of cost ``c_0(1)`` each, so
+last step is a fixed cost per generation, so the speed-up of short generations is usually
+below the endless one (a few per cent at ``N = 32`` with ``μ ≈ 3.5``) and tends to it as
+``N`` grows. It is not a bound: the first step starts from the prefilled prompt, where a
+catch-up drafter feeds fewer positions than in a stationary step, and an ``N`` the steps fill
+exactly overshoots nothing (SD ``k = 1`` at ``α = 1``: ``EWIF_2 = 2/(c_0(2) + c_1(1))``, above
+the endless ``2/(c_0(2) + c_1(2))``). The autoregressive reference makes ``N`` passes of
+cost ``c_0(1)`` each, so
 
     EWIF_N = N·c_0(1) / E[C(N)],     E[C(N)] = Σ_i E[C_i(N)]   (model i's passes),
 

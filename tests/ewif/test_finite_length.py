@@ -63,6 +63,16 @@ def test_sd_closed_form(alpha: float) -> None:
     assert c.ewif(1) == pytest.approx(1 / A, rel=1e-14)
 
 
+def test_a_short_generation_can_beat_the_endless_ewif() -> None:
+    """Not a bound: at α = 1 a generation of 2 tokens overshoots nothing and its one step
+    starts from the prefilled prompt, where the catch-up drafter feeds 1 position, not 2:
+    EWIF_2 = 2 / (c₀(2) + c₁(1)) > 2 / (c₀(2) + c₁(2)), the endless value."""
+    c = Cascade([[0, 1.0], [0, 0]], None, [[1]], cost_curve=SD_CURVES, catch_up=[False, True])
+    assert c.ewif(2) == pytest.approx(2 / (1.2 + 0.2), rel=1e-14)
+    assert c.ewif() == pytest.approx(2 / (1.2 + 0.35), rel=1e-12)
+    assert c.ewif(2) > c.ewif()
+
+
 @pytest.mark.parametrize("k", [1, 2, 4])
 @pytest.mark.parametrize("n", [1, 5, 12])
 def test_edges(k: int, n: int) -> None:

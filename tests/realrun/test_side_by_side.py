@@ -117,7 +117,9 @@ def test_swi_is_recomputed_from_counted_passes(setup, tiny_prompts):
     cascade = Cascade.from_model_set(ms, ("target", "near"), [[3]])
     assert res.metadata["generation_lengths"]["SD near"] == [len(out.tokens)]
     assert res.methods[0].predicted_speedup == pytest.approx(cascade.ewif(len(out.tokens)))
-    assert res.methods[0].predicted_speedup < cascade.ewif()
+    # not the endless EWIF: the first step starts from the prefilled prompt and the last one
+    # may pay for tokens it cannot keep (either way, depending on the timed costs)
+    assert res.methods[0].predicted_speedup != pytest.approx(cascade.ewif(), rel=1e-9)
 
 
 class _Interrupting:
