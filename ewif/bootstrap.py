@@ -280,17 +280,22 @@ def replicate_sets(
                 alpha[target][r, j] = value
         changes: dict[str, Any] = {"alpha": alpha, "bootstrap": None}
         if data.cost_curve_stderr is not None:
-            z = rng.standard_normal(len(model_set.models))
-            curves = [
-                _drawn(c, s, zi)
-                for c, s, zi in zip(model_set.cost_curve, data.cost_curve_stderr, z, strict=True)
-            ]
-            c0, s0 = model_set.cost_curve[0][:1], data.cost_curve_stderr[0][:1]
-            unit = curves[0][0] = _drawn(c0, s0, rng.standard_normal())[0]  # z_u: its own
-            curves = tuple(c / unit for c in curves)
+            curves = drawn_curves(model_set.cost_curve, data.cost_curve_stderr, rng)
             changes.update(cost_curve=curves, cost=np.array([c[0] for c in curves]))
         out.append(dataclasses.replace(model_set, **changes))
     return out
+
+
+def drawn_curves(
+    curves: Sequence[np.ndarray], stderr: Sequence[np.ndarray], rng: np.random.Generator
+) -> tuple[np.ndarray, ...]:
+    """One draw of every model's cost curve (module docstring): ``c_i·exp(z_i·se_i/c_i)``
+    with one standard normal per model, the unit ``c_0(1)`` with a normal of its own, then
+    every curve in units of the drawn unit."""
+    z = rng.standard_normal(len(curves))
+    drawn = [_drawn(c, s, zi) for c, s, zi in zip(curves, stderr, z, strict=True)]
+    unit = drawn[0][0] = _drawn(curves[0][:1], stderr[0][:1], rng.standard_normal())[0]
+    return tuple(c / unit for c in drawn)
 
 
 def _drawn(curve: np.ndarray, stderr: np.ndarray, z: float) -> np.ndarray:

@@ -25,8 +25,11 @@ deviates. Only draft-to-draft reviews see such tokens (the target rejects at the
 deviation), and the replayed pass counts match a real run's closely (docs/findings.md).
 
 Each measuring prompt is replayed as one generation of its trace's length; the predicted
-speed-up is ``Σ_p N_p·c_0(1) / Σ_p C_p``. :meth:`Replay.interval` resamples whole prompts
-(the same widening and two-stage held-out draw as :mod:`ewif.bootstrap`).
+speed-up is ``Σ_p N_p·c_0(1) / Σ_p C_p``. A replay's passes do not depend on the costs, so
+:class:`Replay` keeps them per prompt and prices them: :meth:`Replay.interval` resamples whole
+prompts (the same widening and two-stage held-out draw as :mod:`ewif.bootstrap`) and, where
+the model set carries the cost curves' standard errors, prices each resample with one draw of
+the costs, as the exact EWIF's interval does.
 """
 
 from __future__ import annotations
@@ -37,9 +40,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from ewif import validate
-from ewif.bootstrap import LEVEL, REPLICATES, expansion, prompt_draw
+from ewif.bootstrap import LEVEL, REPLICATES, drawn_curves, expansion, prompt_draw
 from ewif.cascade import Cascade
 from ewif.io import ModelSet
+from ewif.pass_cost import PassCost
 from ewif.review_call import drafters_reached, is_leaf, rows_of
 from simulate.fed_positions import FedPositions
 
@@ -80,12 +84,23 @@ class TraceReplay(FedPositions):
 
 @dataclass(frozen=True)
 class Replay:
-    """Per measuring prompt: the tokens ``N_p`` and the mean cost ``C_p`` of its replays
-    (in target-pass units, ``unit`` = one autoregressive token)."""
+    """Per measuring prompt: the tokens ``N_p`` and the mean passes ``passes[p, i, m − 1]``
+    of the configuration's model ``i`` over ``m`` positions in its replays, priced by
+    ``prices[i, m − 1]`` (target-pass units; ``unit`` = one autoregressive token). Where the
+    model set (``model_set``, the configuration's ``models``) carries the cost curves'
+    standard errors, :meth:`interval` draws the costs too."""
 
     tokens: np.ndarray
-    cost: np.ndarray
+    passes: np.ndarray
+    prices: np.ndarray
     unit: float
+    model_set: ModelSet | None = None
+    models: tuple[str, ...] = ()
+
+    @property
+    def cost(self) -> np.ndarray:
+        """``C_p``: the mean cost of prompt ``p``'s replays."""
+        return np.einsum("pim,im->p", self.passes, self.prices)
 
     @property
     def speedup(self) -> float:
@@ -100,7 +115,11 @@ class Replay:
         held_out_prompts: int | None = None,
     ) -> tuple[float, float]:
         """The percentile interval of the speed-up over whole-prompt resamples, widened like
-        :mod:`ewif.bootstrap` (with ``held_out_prompts``: for a run on that many others)."""
+        :mod:`ewif.bootstrap` (with ``held_out_prompts``: for a run on that many others).
+        With the curves' standard errors, each replicate also prices the resampled passes
+        with one draw of the costs (:func:`ewif.bootstrap.drawn_curves`, not widened: the
+        widening is the prompts' small-sample correction), as the exact EWIF's interval does:
+        ``s* = (s + w·(s(I) − s))·s(I, drawn)/s(I)``."""
         P = self.tokens.size
         widen = expansion(P, level)
         rng = np.random.default_rng(validate.count("seed", seed))
@@ -109,14 +128,28 @@ class Replay:
             if held_out_prompts is None
             else validate.count("held_out_prompts", held_out_prompts, minimum=1)
         )
+        stderr = None if self.model_set is None else self.model_set.bootstrap.cost_curve_stderr
         point = self.speedup
+        cost = self.cost
         values = np.empty(validate.count("replicates", replicates, minimum=2))
         for b in range(values.size):
             idx = prompt_draw(rng, P, held)
-            drawn = self.tokens[idx].sum() * self.unit / self.cost[idx].sum()
-            values[b] = point + widen * (drawn - point)
+            resampled = self.tokens[idx].sum() * self.unit / cost[idx].sum()
+            values[b] = point + widen * (resampled - point)
+            if stderr is not None:
+                curves = drawn_curves(self.model_set.cost_curve, stderr, rng)
+                values[b] *= self.priced_speedup(idx, curves) / resampled
         low, high = np.quantile(values, [(1 - level) / 2, (1 + level) / 2])
         return float(low), float(high)
+
+    def priced_speedup(self, idx: np.ndarray, curves: tuple[np.ndarray, ...]) -> float:
+        """The speed-up of prompts ``idx`` with the model set's curves replaced by ``curves``."""
+        costs = PassCost.from_curves(curves)
+        where = [self.model_set.index(name) for name in self.models]
+        m = np.arange(1, self.prices.shape[1] + 1)
+        prices = np.array([costs.at(i, m) for i in where])
+        passes = self.passes[idx].sum(axis=0)
+        return float(self.tokens[idx].sum() * costs.unit / np.sum(passes * prices))
 
 
 def replay(
@@ -163,7 +196,7 @@ def replay(
         )
     repeats = validate.count("repeats", repeats, minimum=1)
     price = cascade.pass_cost.at
-    tokens, cost = [], []
+    tokens, counts = [], []
     for p in range(data.prompts):
         traces = {k: data.acceptance_traces[v][p] for k, v in local.items()}
         n = len(next(iter(traces.values())))
@@ -177,5 +210,23 @@ def replay(
             seed=seed + p,
         )
         tokens.append(n)
-        cost.append(np.mean([player.generation(n)[0] for _ in range(repeats)]))
-    return Replay(np.array(tokens, dtype=float), np.array(cost), cascade.pass_cost.unit)
+        counts.append([player.generation(n)[1] for _ in range(repeats)])
+    widest = max(
+        (m for runs in counts for sizes in runs for by_m in sizes for m in by_m), default=1
+    )
+    passes = np.zeros((len(counts), len(models), widest))
+    for p, runs in enumerate(counts):
+        for sizes in runs:
+            for i, by_m in enumerate(sizes):
+                for m, c in by_m.items():
+                    passes[p, i, m - 1] += c / repeats
+    m = np.arange(1, widest + 1)
+    prices = np.array([price(i, m) for i in range(len(models))], dtype=float)
+    return Replay(
+        np.array(tokens, dtype=float),
+        passes,
+        prices,
+        cascade.pass_cost.unit,
+        model_set,
+        tuple(models),
+    )

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ewif import io
-from ewif.bootstrap import BootstrapData
+from ewif.bootstrap import BootstrapData, prediction_interval
 from ewif.cascade import Cascade
 from simulate.trace_replay import replay
 
@@ -115,6 +115,47 @@ def test_interval_contains_the_point_and_widens_for_held_out() -> None:
     assert low <= result.speedup <= high
     assert held_high - held_low > high - low
     assert result.interval() == (low, high)  # seeded
+
+
+def _with_stderr(ms: io.ModelSet, share: float) -> io.ModelSet:
+    """``ms`` with every cost-curve point's standard error ``share`` of the point."""
+    data = ms.bootstrap
+    stderr = tuple(share * np.asarray(c) for c in ms.cost_curve)
+    traces = data.acceptance_traces
+    return dataclasses.replace(
+        ms, bootstrap=BootstrapData(data.acceptance_by_prompt, stderr, traces)
+    )
+
+
+def test_interval_draws_the_costs_as_the_exact_interval_does() -> None:
+    """All-accept traces on identical prompts leave the costs as the only uncertainty: the
+    replay's interval is then the exact EWIF's bootstrap interval of generations of the
+    traces' length (same draws: prompts, one normal per model, one for the unit)."""
+    keys = [(1.0, 0, 1), (1.0, 0, 2), (1.0, 1, 2)]
+    ms = _with_stderr(_model_set(_traces(dict.fromkeys(keys, 1.0), 6, 20)), 0.04)
+    config = (("t", "d", "mag"), [[2, 1], [0, 2]])
+    found = replay(ms, *config)
+    exact = prediction_interval(ms, *config, max_new_tokens=20)
+    assert found.speedup == pytest.approx(exact.point, rel=1e-12)
+    assert found.interval() == pytest.approx((exact.low, exact.high), rel=1e-12)
+    assert exact.high - exact.low > 0.02  # the costs' errors are in it
+
+
+def test_cost_errors_widen_the_interval_and_reprice_the_same_passes() -> None:
+    rng = np.random.default_rng(1)
+    traces = {
+        key: tuple(rng.binomial(1, rng.beta(3, 2), 32).astype(float) for _ in range(10))
+        for key in [(1.0, 0, 1), (1.0, 0, 2), (1.0, 1, 2)]
+    }
+    plain = replay(_model_set(traces), ("t", "d", "mag"), [[2, 1], [0, 2]])
+    noisy = replay(_with_stderr(_model_set(traces), 0.05), ("t", "d", "mag"), [[2, 1], [0, 2]])
+    assert noisy.speedup == plain.speedup
+    low, high = plain.interval()
+    noisy_low, noisy_high = noisy.interval()
+    assert noisy_high - noisy_low > high - low
+    idx = rng.integers(0, 10, 10)
+    again = noisy.tokens[idx].sum() * noisy.unit / noisy.cost[idx].sum()
+    assert noisy.priced_speedup(idx, noisy.model_set.cost_curve) == pytest.approx(again, rel=1e-12)
 
 
 def test_bad_input() -> None:
