@@ -23,10 +23,13 @@ autoregressive method.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+
+from realrun.timing import logit_rows
 
 #: Share of the wall time above which the unexplained residual is flagged.
 RESIDUAL_FLAG = 0.03
@@ -152,6 +155,7 @@ def timing_agreement(
     run_ar_s: float | None = None,
     timed_ar_s: float | None = None,
     priced_by_ar: Collection[str] = (),
+    target: str | None = None,
 ) -> dict[str, dict[str, dict]]:
     """The in-run mean pass time of every model and size ``m`` (``in_run``: a results file's
     ``metadata.in_run_pass_seconds``, pooled over the methods but those named in
@@ -162,22 +166,27 @@ def timing_agreement(
     seconds of one AR token in the run (``run_ar_s``) and in the measuring phase
     (``timed_ar_s``), also ``relative_error``: the same comparison with each pass in units of
     its own phase's AR token — what a prediction uses, blind to a drift of the machine's speed
-    between the two phases."""
+    between the two phases. Given the ``target``'s name and where the run recorded its passes'
+    logit rows, also ``run_rows`` (their mean) and ``timed_rows`` (what the curve's pass
+    returned, :func:`realrun.timing.logit_rows`); where the timing holds a drafter's
+    ``row_seconds`` ``h``, ``rows_matched_error`` (and ``rows_matched_relative_error``): the
+    run against ``timed + h·(run_rows − timed_rows)``, the harness's pass at the run's rows."""
     pooled: dict[str, dict[int, list[float]]] = {}
     for method, per_model in in_run.items():
         if method in priced_by_ar:
             continue
         for model, by_m in per_model.items():
             for size, v in by_m.items():
-                total = pooled.setdefault(model, {}).setdefault(int(size), [0, 0.0])
+                total = pooled.setdefault(model, {}).setdefault(int(size), [0, 0.0, 0.0])
                 total[0] += v["passes"]
                 total[1] += v["passes"] * v["mean_s"]
+                total[2] += v["passes"] * v["rows"] if "rows" in v else math.nan
     out: dict[str, dict[str, dict]] = {}
     for model, by_m in pooled.items():
         grid = timing.get(model) or {}
         if "m" not in grid:
             continue
-        for size, (passes, seconds) in sorted(by_m.items()):
+        for size, (passes, seconds, rows) in sorted(by_m.items()):
             if passes < MIN_PASSES or size > grid["m"][-1]:
                 continue
             run = seconds / passes
@@ -186,6 +195,16 @@ def timing_agreement(
             row["error"] = run / timed - 1.0
             if run_ar_s and timed_ar_s:
                 row["relative_error"] = (run / run_ar_s) / (timed / timed_ar_s) - 1.0
+            if target is not None and math.isfinite(rows):
+                row["run_rows"] = rows / passes
+                row["timed_rows"] = logit_rows(0 if model == target else 1, size)
+                if "row_seconds" in grid:
+                    matched = timed + grid["row_seconds"] * (row["run_rows"] - row["timed_rows"])
+                    row["rows_matched_error"] = run / matched - 1.0
+                    if run_ar_s and timed_ar_s:
+                        row["rows_matched_relative_error"] = (run / run_ar_s) / (
+                            matched / timed_ar_s
+                        ) - 1.0
             out.setdefault(model, {})[str(size)] = row
     return out
 

@@ -49,7 +49,7 @@ class CachedTokenModel(PassCounters):
         scores = self._forward(ids[keep:], keep, n)
         seconds = time.perf_counter() - start
         self._cached = ids
-        self._record(len(ids) - keep, seconds)
+        self._record(len(ids) - keep, n, seconds)
         return scores
 
     @property

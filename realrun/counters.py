@@ -1,8 +1,9 @@
 """What a real model counts about its passes, shared by every backend's ``TokenModel``.
 
 ``pass_sizes[m]`` is the number of forward passes that computed ``m`` positions since the
-last :meth:`PassCounters.reset_counters`; ``passes`` and ``tokens_fed`` (positions computed)
-follow from it. An optional ``timing_hook(fed, seconds)`` sees the wall time of every pass.
+last :meth:`PassCounters.reset_counters`, ``pass_rows[m]`` the logit rows they returned in
+all; ``passes`` and ``tokens_fed`` (positions computed) follow from them. An optional
+``timing_hook(fed, seconds)`` sees the wall time of every pass.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ class PassCounters:
     def __init__(self, timing_hook: TimingHook | None = None) -> None:
         self.timing_hook = timing_hook
         self.pass_sizes: Counter[int] = Counter()
+        self.pass_rows: Counter[int] = Counter()
 
     @property
     def passes(self) -> int:
@@ -33,9 +35,12 @@ class PassCounters:
     def reset_counters(self) -> None:
         """Zero the counters."""
         self.pass_sizes = Counter()
+        self.pass_rows = Counter()
 
-    def _record(self, fed: int, seconds: float) -> None:
-        """Count one pass over ``fed`` positions that took ``seconds``."""
+    def _record(self, fed: int, rows: int, seconds: float) -> None:
+        """Count one pass over ``fed`` positions that returned ``rows`` logit rows and took
+        ``seconds``."""
         self.pass_sizes[fed] += 1
+        self.pass_rows[fed] += rows
         if self.timing_hook is not None:
             self.timing_hook(fed, seconds)

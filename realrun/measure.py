@@ -390,7 +390,11 @@ def assemble_model_set(
         "ar_seconds_per_token_stderr": costs.family.ar_stderr,
         "target_one_token_pass_s": costs.family.passes[names[0]].seconds[0],
         "timing": {
-            name: (t.to_dict() if isinstance(t, PassTiming) else {"seconds_per_token": t})
+            name: (
+                _timing_record(t, costs.family.row_seconds(name))
+                if isinstance(t, PassTiming)
+                else {"seconds_per_token": t}
+            )
             for name, t in costs.timings.items()
         },
         "decoder_verify_timing": None
@@ -495,3 +499,13 @@ def measure(
         progress=progress,
     )
     return assemble_model_set(names, acceptance, costs, max_position=max_position)
+
+
+def _timing_record(timing: PassTiming, row: tuple[float, float] | None) -> dict:
+    """A model's ``metadata.timing`` entry: its pass timing and, for a drafter, what one
+    more logit row adds to a pass (``row_seconds`` and its standard error; not priced by
+    the curve, used by the in-run agreement, :func:`realrun.books.timing_agreement`)."""
+    out = timing.to_dict()
+    if row is not None:
+        out["row_seconds"], out["row_seconds_stderr"] = row
+    return out

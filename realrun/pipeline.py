@@ -223,6 +223,7 @@ def timing_diagnostics(results: Results, model_set: ModelSet) -> dict[str, dict]
             run_ar_s,
             timed_ar_s,
             priced_by_ar=[m.name for m in results.methods if m.kind == "autoregressive"],
+            target=model_set.models[0],
         )
     }
     if run_ar_s and timed_ar_s:

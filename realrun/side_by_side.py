@@ -204,6 +204,7 @@ class PromptRun:
     seconds: float
     weighted_cost: float = 0.0
     counted: dict[str, Counter[int]] = field(default_factory=dict)
+    counted_rows: dict[str, Counter[int]] = field(default_factory=dict)
     stats: CascadeStats | None = None
     pass_seconds: dict[str, dict[int, list[float]]] = field(default_factory=dict)
 
@@ -216,6 +217,7 @@ class MethodTally:
     seconds: float = 0.0
     weighted_cost: float = 0.0
     counted: dict[str, Counter[int]] = field(default_factory=dict)  # model -> passes by m
+    counted_rows: dict[str, Counter[int]] = field(default_factory=dict)  # -> their logit rows
     pass_seconds: dict[str, dict[int, list[float]]] = field(default_factory=dict)
     stats: CascadeStats | None = None
     outputs: list[list[int]] = field(default_factory=list)
@@ -227,6 +229,8 @@ class MethodTally:
         self.weighted_cost += run.weighted_cost
         for model, sizes in run.counted.items():
             self.counted.setdefault(model, Counter()).update(sizes)
+        for model, rows in run.counted_rows.items():
+            self.counted_rows.setdefault(model, Counter()).update(rows)
         for model, by_m in run.pass_seconds.items():
             for size, values in by_m.items():
                 self.pass_seconds.setdefault(model, {}).setdefault(size, []).extend(values)
@@ -427,18 +431,19 @@ def _priced(
     model's passes as it counted them, each priced at its size; a proposer's every proposed
     token one generating pass (m = 1)."""
     prices = model_set.pass_cost
-    cost, counted = 0.0, {}
+    cost, counted, rows = 0.0, {}, {}
     for i, (name, x) in enumerate(zip(m.models, chain, strict=True)):
         j = model_set.index(name)
         if isinstance(x, _COUNTED):
             counted[name] = Counter(x.pass_sizes)
+            rows[name] = Counter(x.pass_rows)
             sizes = np.array(sorted(x.pass_sizes))
             if sizes.size:
                 cost += float(np.asarray(prices.at(j, sizes)) @ [x.pass_sizes[s] for s in sizes])
         else:
             counted[name] = Counter({1: int(run.stats.tokens_fed[i])})
             cost += float(run.stats.tokens_fed[i] * prices.at(j, 1))
-    return replace(run, weighted_cost=cost, counted=counted)
+    return replace(run, weighted_cost=cost, counted=counted, counted_rows=rows)
 
 
 def _results(
@@ -561,23 +566,26 @@ def _counted_passes(methods: list[Method], tallies: Mapping[str, MethodTally]) -
 
 
 def _in_run_pass_seconds(methods: list[Method], tallies: Mapping[str, MethodTally]) -> dict:
-    """``metadata.in_run_pass_seconds``: per method, model and size m, the passes and their
-    mean and median wall time."""
-    return {
-        m.name: {
+    """``metadata.in_run_pass_seconds``: per method, model and size m, the passes, their
+    mean and median wall time and the mean logit rows they returned."""
+    out = {}
+    for m in methods:
+        t = tallies[m.name]
+        if not t.pass_seconds:
+            continue
+        out[m.name] = {
             model: {
                 str(size): {
                     "passes": len(v),
                     "mean_s": float(np.mean(v)),
                     "median_s": float(np.median(v)),
+                    "rows": t.counted_rows[model][size] / t.counted[model][size],
                 }
                 for size, v in sorted(by_m.items())
             }
-            for model, by_m in tallies[m.name].pass_seconds.items()
+            for model, by_m in t.pass_seconds.items()
         }
-        for m in methods
-        if tallies[m.name].pass_seconds
-    }
+    return out
 
 
 def _wall_time_split(methods: list[Method], tallies: Mapping[str, MethodTally]) -> dict:

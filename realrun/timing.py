@@ -186,12 +186,28 @@ def time_passes(
 class FamilyTiming:
     """What :func:`time_family` measured: every neural model's pass timing by ``m``, the
     decoder's work after a target pass returning ``m`` rows (None for a family without a
-    timed target), and the autoregressive reference per round (tokens, seconds)."""
+    timed target), the autoregressive reference per round (tokens, seconds), and every
+    drafter's two-position pass returning both rows (``two_rows``: seconds per round; the
+    curve's two-position pass returns one, :func:`logit_rows`)."""
 
     passes: dict[str, PassTiming]
     decoder: PassTiming | None
     ar_tokens: tuple[int, ...]
     ar_seconds: tuple[float, ...]
+    two_rows: dict[str, tuple[float, ...]] = field(default_factory=dict)
+
+    def row_seconds(self, name: str) -> tuple[float, float] | None:
+        """``(h, se)``: what one more logit row adds to drafter ``name``'s pass — its
+        two-position pass with two rows against the curve's with one, over the same rounds
+        (mean of the paired differences and its standard error); None when not timed."""
+        both = self.two_rows.get(name)
+        timing = self.passes.get(name)
+        if not both or timing is None or 2 not in timing.m or not timing.samples:
+            return None
+        one = timing.samples[timing.m.index(2)]
+        diff = np.asarray(both, dtype=float) - np.asarray(one[: len(both)], dtype=float)
+        se = float(diff.std(ddof=1) / np.sqrt(diff.size)) if diff.size > 1 else 0.0
+        return float(diff.mean()), se
 
     @property
     def ar_seconds_per_token(self) -> float:
@@ -230,6 +246,7 @@ class FamilyTiming:
             decoder,
             self.ar_tokens + other.ar_tokens,
             self.ar_seconds + other.ar_seconds,
+            {name: rounds + other.two_rows.get(name, ()) for name, rounds in self.two_rows.items()},
         )
 
 
@@ -271,15 +288,16 @@ def time_family(
     np_rng = np.random.default_rng(seed)
     vocab = models[0].vocab_size
     seconds = {(i, m): [] for i in range(len(models)) for m in ms}
+    two_rows: dict[int, list[float]] = {i: [] for i in range(1, len(models)) if 2 in ms}
     verify: dict[int, list[float]] = {m: [] for m in ms}
     ar_n: list[int] = []
     ar_s: list[float] = []
 
-    def timed_pass(i: int, m: int, ctx: list[int]) -> tuple[float, float | None]:
+    def timed_pass(i: int, m: int, ctx: list[int], rows: int) -> tuple[float, float | None]:
         """(seconds of the pass, seconds of the decoder's verify after it — target only)."""
         tokens = ctx + [rng.randrange(vocab) for _ in range(m)]
         start = time.perf_counter()
-        logits = models[i].logits(tokens, logit_rows(i, m))
+        logits = models[i].logits(tokens, rows)
         elapsed = time.perf_counter() - start
         work = _verify_seconds(logits, tokens[-m:-1], decoding, np_rng) if i == 0 else None
         return elapsed, work
@@ -288,11 +306,17 @@ def time_family(
         ctx = ctxs[r % len(ctxs)]
         for model in models:  # prefill outside the clock, as a run does
             model.logits(ctx, 1)
-        order: list[tuple[int, int] | None] = [(i, m) for i in range(len(models)) for m in ms]
-        order.append(None)  # the autoregressive reference
+        # (model, m, rows): the curve's passes, each drafter's two-row pass, and None, the
+        # autoregressive reference
+        order: list[tuple[int, int, int] | None] = [
+            (i, m, logit_rows(i, m)) for i in range(len(models)) for m in ms
+        ]
+        order += [(i, 2, 2) for i in two_rows]
+        order.append(None)
         rng.shuffle(order)
         done = {
-            item: ar(ctx, ar_tokens) if item is None else timed_pass(*item, ctx) for item in order
+            item: ar(ctx, ar_tokens) if item is None else timed_pass(item[0], item[1], ctx, item[2])
+            for item in order
         }
         if r < warmup:
             continue
@@ -300,8 +324,10 @@ def time_family(
             if item is None:
                 ar_n.append(int(first))
                 ar_s.append(float(second))
+            elif item[2] != logit_rows(item[0], item[1]):
+                two_rows[item[0]].append(first)
             else:
-                seconds[item].append(first)
+                seconds[item[:2]].append(first)
                 if second is not None:
                     verify[item[1]].append(second)
         if progress is not None:
@@ -311,7 +337,8 @@ def time_family(
         for i, model in enumerate(models)
     }
     decoder = PassTiming.of(ms, [verify[m] for m in ms])
-    return FamilyTiming(passes, decoder, tuple(ar_n), tuple(ar_s))
+    rows = {models[i].name: tuple(v) for i, v in two_rows.items()}
+    return FamilyTiming(passes, decoder, tuple(ar_n), tuple(ar_s), rows)
 
 
 def _verify_seconds(

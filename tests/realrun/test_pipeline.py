@@ -3,6 +3,8 @@ the honest recommendation and divergence reports."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -110,6 +112,18 @@ def test_timing_diagnostics_leave_the_ar_methods_passes_to_the_ar_reference(
     assert all("1" not in v.get(target, {}) for k, v in in_run.items() if k != "AR")
     got = timing_diagnostics(res, model_set)["timing_agreement"]
     assert "1" not in got.get(target, {}) and got  # the drafters' and reviews' sizes stay
+    # every pass's logit rows: a review returns one per position, a drafter's generating or
+    # catch-up pass one
+    for name, per_model in in_run.items():
+        for model, by_m in per_model.items():
+            for size, v in by_m.items():
+                expected = 1.0 if model != target or name == "AR" else float(size)
+                assert v["rows"] == expected, (name, model, size)
+    drafter = model_set.models[1]
+    timed = model_set.metadata["timing"][drafter]
+    assert timed["row_seconds_stderr"] >= 0 and math.isfinite(timed["row_seconds"])
+    for v in got[drafter].values():
+        assert v["timed_rows"] == 1 and "rows_matched_error" in v
 
 
 def _model_set(drafter_cost: float, target_curve=(1.0, 1.9, 2.8)) -> ModelSet:

@@ -29,12 +29,13 @@ class Clock:
 
 
 class FakeModel:
-    """A TokenModel whose pass over ``m`` fed positions costs ``base·(1 + 0.5·(m − 1))``
-    seconds of the fake clock; it logs ``(name, len(tokens), n)`` of every call."""
+    """A TokenModel whose pass over ``m`` fed positions returning ``n`` rows costs
+    ``base·(1 + 0.5·(m − 1)) + row·(n − 1)`` seconds of the fake clock; it logs
+    ``(name, len(tokens), n)`` of every call."""
 
-    def __init__(self, name: str, base: float, clock: Clock, log: list) -> None:
+    def __init__(self, name: str, base: float, clock: Clock, log: list, row: float = 0.0):
         self.name, self.vocab_size = name, VOCAB
-        self.base, self.clock, self.log = base, clock, log
+        self.base, self.clock, self.log, self.row = base, clock, log, row
         self.cached: list[int] = []
 
     def cost(self, m: int) -> float:
@@ -45,15 +46,15 @@ class FakeModel:
         keep = 0
         while keep < min(len(self.cached), len(tokens) - n) and self.cached[keep] == tokens[keep]:
             keep += 1
-        self.clock.spend(self.cost(len(tokens) - keep))
+        self.clock.spend(self.cost(len(tokens) - keep) + self.row * (n - 1))
         self.cached = tokens
         self.log.append((self.name, len(tokens), n))
         return np.zeros((n, VOCAB), dtype=np.float32)
 
 
-def family(drift: float = 0.0):
+def family(drift: float = 0.0, row: float = 0.0):
     clock, log = Clock(drift), []
-    models = [FakeModel("target", 1.0, clock, log), FakeModel("draft", 0.2, clock, log)]
+    models = [FakeModel("target", 1.0, clock, log), FakeModel("draft", 0.2, clock, log, row)]
 
     def ar(context, n):
         start = clock()
@@ -108,8 +109,12 @@ def test_every_round_times_every_pass_and_ar_once_cycling_contexts(fake_clock):
         # a drafter's passes of 1 or 2 positions return one logit row (generation, catch-up)
         rows = {("target", 1): 1, ("target", 2): 2, ("target", 3): 3}
         rows |= {("draft", 1): 1, ("draft", 2): 1, ("draft", 3): 3}
-        assert timed == sorted((n, m, rows[(n, m)]) for n in ("target", "draft") for m in (1, 2, 3))
+        curve = [(n, m, rows[(n, m)]) for n in ("target", "draft") for m in (1, 2, 3)]
+        # and the drafter's two-position pass once more with both rows (its row cost)
+        assert timed == sorted([*curve, ("draft", 2, 2)])
         assert [c for c in r if c[0] == "ar"] == [("ar", ctx, 16)]
+    assert got.row_seconds("draft") == pytest.approx((0.0, 0.0), abs=1e-12)
+    assert got.row_seconds("target") is None
     # interleaved: in some round a draft pass comes between two target passes
     order = ["".join(name[0] for name, *_ in r[2:] if name != "ar") for r in rounds]
     assert any("tdt" in o for o in order)
@@ -164,3 +169,15 @@ def test_sampling_verify_work_is_timed_and_bad_input_is_refused(fake_clock):
     nothing = FamilyTiming({}, None, (0,), (1.0,))
     with pytest.raises(ValueError, match="no tokens"):
         _ = nothing.ar_seconds_per_token
+
+
+def test_a_drafters_row_cost_is_timed_against_its_one_row_pass(fake_clock):
+    """What one more logit row adds to a drafter's pass: its two-position pass with two rows
+    against the curve's with one, paired by round; merged timings keep their rounds."""
+    clock, _, models, ar = family(row=0.03)
+    fake_clock(clock)
+    got = time_family(models, [[1] * 6], 4, ar=ar, decoding=Decoding(), rounds=3, warmup=0)
+    assert len(got.two_rows["draft"]) == 3 and "target" not in got.two_rows
+    h, se = got.row_seconds("draft")
+    assert h == pytest.approx(0.03) and se == pytest.approx(0.0, abs=1e-12)
+    assert got.merged(got).two_rows["draft"] == got.two_rows["draft"] * 2
