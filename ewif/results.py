@@ -207,6 +207,12 @@ class Results:
                     f"{expected:.6g}, got {m.speedup!r}"
                 )
 
+    @property
+    def autoregressive(self) -> MethodResult | None:
+        """The run's autoregressive method, the baseline of every speed-up (at most one;
+        None when the run has none)."""
+        return next((m for m in self.methods if m.kind == "autoregressive"), None)
+
     def method(self, name: str) -> MethodResult:
         for m in self.methods:
             if m.name == name:

@@ -222,7 +222,7 @@ def timing_diagnostics(results: Results, model_set: ModelSet) -> dict[str, dict]
             model_set.metadata.get("timing", {}),
             run_ar_s,
             timed_ar_s,
-            priced_by_ar=[m.name for m in results.methods if m.kind == "autoregressive"],
+            priced_by_ar=[] if results.autoregressive is None else [results.autoregressive.name],
             target=model_set.models[0],
         )
     }
@@ -233,7 +233,7 @@ def timing_diagnostics(results: Results, model_set: ModelSet) -> dict[str, dict]
 
 def _ar_seconds(results: Results) -> float | None:
     """Seconds per token of the run's autoregressive method (None without one)."""
-    ar = next((m for m in results.methods if m.kind == "autoregressive"), None)
+    ar = results.autoregressive
     return 1.0 / ar.tokens_per_s if ar is not None and ar.tokens_per_s > 0 else None
 
 

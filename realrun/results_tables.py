@@ -58,7 +58,7 @@ def format_results(results: Results) -> str:
     ms_meta = results.metadata.get("model_set", {})
     set_meta = ms_meta.get("metadata") or {}
     t_ar = set_meta.get("ar_seconds_per_token")
-    ar = next((m for m in results.methods if m.kind == "autoregressive"), None)
+    ar = results.autoregressive
     if ar is not None and (t_ar or set_meta.get("target_one_token_pass_s")):
         what = (
             f"the measuring phase's AR ({1000 * t_ar:.1f} ms per token)"
@@ -78,9 +78,8 @@ def format_results(results: Results) -> str:
             "alone)"
         )
     target = (ms_meta.get("models") or [None])[0]
-    priced_by_ar = {m.name for m in results.methods if m.kind == "autoregressive"}
     for name, models in results.metadata.get("in_run_pass_seconds", {}).items():
-        if name in priced_by_ar:  # its passes are priced by the AR line above
+        if ar is not None and name == ar.name:  # its passes are priced by the AR line above
             continue
         sizes = sorted(models.get(target, {}).items(), key=lambda kv: -kv[1]["passes"])[:3]
         timed = _timed_seconds(ms_meta, target)

@@ -293,7 +293,7 @@ def time_family(
     ar_n: list[int] = []
     ar_s: list[float] = []
 
-    def timed_pass(i: int, m: int, ctx: list[int], rows: int) -> tuple[float, float | None]:
+    def timed_pass(i: int, m: int, rows: int, ctx: list[int]) -> tuple[float, float | None]:
         """(seconds of the pass, seconds of the decoder's verify after it — target only)."""
         tokens = ctx + [rng.randrange(vocab) for _ in range(m)]
         start = time.perf_counter()
@@ -315,8 +315,7 @@ def time_family(
         order.append(None)
         rng.shuffle(order)
         done = {
-            item: ar(ctx, ar_tokens) if item is None else timed_pass(item[0], item[1], ctx, item[2])
-            for item in order
+            item: ar(ctx, ar_tokens) if item is None else timed_pass(*item, ctx) for item in order
         }
         if r < warmup:
             continue
