@@ -97,7 +97,9 @@ class PassSizes:
     """The passes of one model per target step, by the number ``m`` of positions they process.
 
     ``counts[m]`` is the expected number of passes with ``m`` positions per target step and
-    ``cost[m] = counts[m]·c_i(m)`` the expected cost they contribute (``counts[0] = 0``).
+    ``cost[m] = counts[m]·c_i(m)`` the expected cost they contribute (``counts[0] = 0``), at
+    all their logit rows: a catch-up drafter's rows it does not return,
+    ``h_i·``:meth:`Cascade.catch_up_positions`, come off its total only.
     """
 
     model: int
@@ -156,6 +158,10 @@ class Cascade:
         the reviewer's correction, other models' accepted tokens); False (the default for
         every model) is the paper's accounting. Proposers without a cache (Max-Gram) keep
         False; the target's flag changes nothing (it always reviews its whole draft).
+    row_cost : n+1 numbers >= 0 or None (zeros) — ``h_i``, the cost of one logit row of
+        model ``i``: the costs price a pass at all its rows, and a catch-up position returns
+        none, so a catch-up drafter pays ``h_i`` less per catch-up position
+        (:mod:`ewif.pass_cost`, "Logit rows").
 
     Attributes ``alpha, cost, cost_per_token, K, n, fill, names`` are read-only arrays/values;
     ``cost`` holds the ``m = 1`` costs when curves are given (``cost_per_token`` is then
@@ -173,10 +179,11 @@ class Cascade:
         names: tuple[str, ...] | list[str] | None = None,
         cost_curve: object | None = None,
         catch_up: object | None = None,
+        row_cost: object | None = None,
     ) -> None:
         if fill not in FILLS:
             raise ValueError(f"fill must be one of {FILLS}, got {fill!r}")
-        cost, cpt, pass_cost = _prices(cost, cost_per_token, cost_curve)
+        cost, cpt, pass_cost = _prices(cost, cost_per_token, cost_curve, row_cost)
         n = cost.size - 1
         try:
             alpha = np.array(alpha, dtype=float)
@@ -217,14 +224,19 @@ class Cascade:
     def with_alpha(self, alpha: object) -> Cascade:
         """The same configuration (costs, K, fill, names, catch-up flags) with acceptance
         matrix ``alpha`` instead."""
-        return self._rebuilt(alpha, self.catch_up)
+        return self._rebuilt(alpha, self.catch_up, self.pass_cost.row_cost)
 
     def with_catch_up(self, catch_up: object) -> Cascade:
         """The same configuration (acceptance, costs, K, fill, names) with catch-up flags
         ``catch_up`` instead (all False: the paper's pass accounting)."""
-        return self._rebuilt(self.alpha, catch_up)
+        return self._rebuilt(self.alpha, catch_up, self.pass_cost.row_cost)
 
-    def _rebuilt(self, alpha: object, catch_up: object) -> Cascade:
+    def with_row_cost(self, row_cost: object | None) -> Cascade:
+        """The same configuration with logit-row costs ``row_cost`` instead (None: every
+        pass priced at all its rows)."""
+        return self._rebuilt(self.alpha, self.catch_up, row_cost)
+
+    def _rebuilt(self, alpha: object, catch_up: object, row_cost: object | None = None) -> Cascade:
         curves = None if self.cost_curve is None else list(self.cost_curve)
         return Cascade(
             alpha,
@@ -235,6 +247,7 @@ class Cascade:
             names=self.names,
             cost_curve=curves,
             catch_up=catch_up,
+            row_cost=row_cost,
         )
 
     @staticmethod
@@ -275,7 +288,8 @@ class Cascade:
     ) -> Cascade:
         """The cascade of ``models`` (target first; default: the set's ``cascade`` section or
         all its models) with budgets ``K`` at ``lenience`` (default 1, or the section's);
-        ``catch_up`` one flag per chosen model (default: the set's flags, if it has any)."""
+        ``catch_up`` one flag per chosen model (default: the set's flags, if it has any);
+        the set's ``row_cost`` (if any) prices the catch-up positions' missing rows."""
         choice = model_set.cascade
         if models is None and choice is not None:
             models = choice.models
@@ -308,6 +322,7 @@ class Cascade:
             names=models,
             cost_curve=None if curves is None else [curves[i] for i in idx],
             catch_up=_flags_of(model_set, idx) if catch_up is None else catch_up,
+            row_cost=None if model_set.row_cost is None else model_set.row_cost[ix],
         )
 
     # ------------------------------------------------------------------ exact evaluation
@@ -348,13 +363,34 @@ class Cascade:
         step = self.step_feed(i)
         return np.convolve(stationary_tail(step), step.first)
 
+    def logit_rows(self, i: int) -> float:
+        """Expected logit rows model ``i``'s passes return per target step: the paper's
+        positions ``Σ_m m·sizes[m]`` (1 per generating pass, ``D + 1`` per review), whatever
+        it catches up."""
+        paper = self._call().sizes[i]
+        return float(paper @ np.arange(paper.size))
+
+    def catch_up_positions(self, i: int) -> float:
+        """Expected catch-up positions of model ``i`` per target step: positions it feeds
+        beyond its :meth:`logit_rows` (Theorem CU's ``Σ_m m·sizes[m]`` minus the paper's, the
+        same passes). They return no logit row; 0 for a model without catch-up."""
+        step = self.step_feed(i)
+        if step is None:
+            return 0.0
+        fed = step_pass_sizes(step)
+        return float(fed @ np.arange(fed.size)) - self.logit_rows(i)
+
     def model_step_costs(self) -> np.ndarray:
         """Expected cost per target step of each model ``0..n`` (stationary: a catch-up
-        drafter's first pass at the stationary tail law, Theorem CU)."""
+        drafter's first pass at the stationary tail law, Theorem CU; its catch-up positions
+        without their logit rows, ``− h_i·``:meth:`catch_up_positions`)."""
         cost = self._call().cost.copy()
+        h = self.pass_cost.row_cost
         for i in np.flatnonzero(self.catch_up):
             if i > 0:
                 cost[i] = self.pass_cost.expected(int(i), self._step_sizes(int(i)))
+                if h[i]:
+                    cost[i] -= h[i] * self.catch_up_positions(int(i))
         return cost
 
     def expected_cost(self) -> float:
@@ -427,22 +463,25 @@ class Cascade:
 
 
 def _prices(
-    cost: object | None, cost_per_token: object | None, cost_curve: object | None
+    cost: object | None,
+    cost_per_token: object | None,
+    cost_curve: object | None,
+    row_cost: object | None,
 ) -> tuple[np.ndarray, np.ndarray, PassCost]:
     """``(cost, cost_per_token, pass_cost)`` of a :class:`Cascade`, checked: affine costs
     (:func:`ewif.pass_cost.relative_costs`), or measured curves with ``cost`` omitted or
-    equal to their ``m = 1`` values and no ``cost_per_token``."""
+    equal to their ``m = 1`` values and no ``cost_per_token``; ``row_cost`` per model."""
     if cost_curve is None:
         if cost is None:
             raise ValueError("cost is required unless cost_curve is given")
         cost, cpt = relative_costs(cost, cost_per_token)
-        return cost, cpt, PassCost.affine(cost, cpt)
+        return cost, cpt, PassCost.affine(cost, cpt, row_cost)
     if cost_per_token is not None:
         raise ValueError(
             "give cost_per_token or cost_curve, not both: a measured curve already "
             "prices a pass at every m"
         )
-    pass_cost = PassCost.from_curves(cost_curve)
+    pass_cost = PassCost.from_curves(cost_curve, row_cost=row_cost)
     cost, cpt = relative_costs(pass_cost.m1_costs(cost))
     return cost, cpt, pass_cost
 

@@ -4,11 +4,15 @@ The catch-up pass couples a model's cost to the previous step, which breaks the 
 separability behind the vectorised search, so the search runs in two exact stages:
 
 1. **Upper bounds.** Every pass of a catch-up model feeds at least the positions the paper's
-   accounting gives it, pass by pass (Theorem CU). With its curve replaced by the lower
-   envelope ``c⁻(m) = min_{m' >= m} c(m')`` (non-decreasing, ``c⁻ <= c``; the extension
-   beyond the measured range never decreases, so the suffix minimum of the table is the
-   minimum of the whole curve there), the plain EWIF of every configuration is an upper
-   bound on its catch-up EWIF: ``c(m_catch-up) >= c⁻(m_catch-up) >= c⁻(m_plain)``. The
+   accounting gives it, pass by pass (Theorem CU), and returns that many logit rows: a pass
+   of paper size ``r`` that feeds ``m >= r`` costs ``c(m) − h·(m − r)`` (:mod:`ewif.pass_cost`,
+   row cost ``h``). With its curve replaced by
+
+       b(r) = h·r + min_{m >= r} (c(m) − h·m)      (b <= c; h = 0: the lower envelope)
+
+   the plain EWIF of every configuration is an upper bound on its catch-up EWIF. The
+   extension beyond the measured range ``M`` has slope ``s >= h``, so ``c(m) − h·m`` never
+   decreases there and the minimum is over ``m <= M + 1``, and ``b = c`` beyond ``M``. The
    vectorised exhaustive search ranks the configurations by that bound.
 2. **Exact evaluation, best first.** The ``T`` best bounds are evaluated exactly with
    :class:`ewif.cascade.Cascade` (catch-up on); once the ``top``-th best exact value is at
@@ -32,21 +36,31 @@ from ewif.io import ModelSet
 _FIRST_ROUND = 32
 
 
-def lower_envelope(curve: np.ndarray) -> np.ndarray:
-    """``c⁻(m) = min_{m' >= m} c(m')`` over the measured table (a non-decreasing curve)."""
-    return np.minimum.accumulate(np.asarray(curve, dtype=float)[::-1])[::-1]
+def catch_up_bound(curve: np.ndarray, slope: float, h: float) -> np.ndarray:
+    """``b(r) = h·r + min_{m >= r} (c(m) − h·m)`` for ``r = 1..M + 1`` (module docstring):
+    the measured table ``c(1..M)``, its extension slope ``slope >= h`` and row cost ``h``."""
+    y = np.asarray(curve, dtype=float)
+    y = np.append(y, y[-1] + slope)
+    m = np.arange(1, y.size + 1)
+    return h * m + np.minimum.accumulate((y - h * m)[::-1])[::-1]
 
 
 def bounding_set(model_set: ModelSet, flags: Sequence[bool]) -> ModelSet:
     """The model set whose plain EWIF bounds the catch-up EWIF from above: the curves of the
-    catch-up models replaced by their lower envelopes (affine costs have ``cost_per_token
-    >= 0`` and are already non-decreasing)."""
+    catch-up models replaced by :func:`catch_up_bound` and priced at the paper's rows
+    (affine costs have ``cost_per_token >= h``: a catch-up position never makes a pass
+    cheaper than the paper's, so they are their own bound)."""
     if model_set.cost_curve is None:
         return model_set
-    pairs = zip(model_set.cost_curve, flags, strict=True)
-    curves = tuple(lower_envelope(c) if flag else c for c, flag in pairs)
+    pc = model_set.pass_cost
+    curves = tuple(
+        catch_up_bound(c, float(pc.at(i, c.size + 1) - c[-1]), float(pc.row_cost[i])) if flag else c
+        for i, (c, flag) in enumerate(zip(model_set.cost_curve, flags, strict=True))
+    )
     cost = np.array([c[0] for c in curves])
-    return dataclasses.replace(model_set, cost=cost, cost_curve=curves)
+    return dataclasses.replace(
+        model_set, cost=cost, cost_curve=curves, row_cost=None, bootstrap=None, cascade=None
+    )
 
 
 def catch_up_flags(model_set: ModelSet, catch_up: object | None) -> tuple[bool, ...] | None:

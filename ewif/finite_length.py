@@ -40,6 +40,11 @@ it *leads* — no other model's block comes before it in the step, so ``q`` is i
 (or 0) and it re-feeds the prompt's last token — and ``q`` otherwise, exactly what the other
 models appended (:func:`first_pass_leads`, a property of K).
 
+**Logit rows.** With a row cost ``h_i`` (:mod:`ewif.pass_cost`) every pass returns the
+paper's rows whatever it feeds, so a step entering with ``u`` costs ``ĉ_i(u) − h_i·(P_i(u) −
+R_i)``: ``P_i(u)`` is ``ĉ_i(u)`` with the identity curve ``c(m) = m`` (the positions fed) and
+``R_i`` the step's logit rows (:meth:`~ewif.cascade.Cascade.logit_rows`).
+
 ``N = 1``: one step, ``EWIF_1 = c_0(1)/ĉ(0)``; ``N → ∞``: ``E[C(N)]/N → E[C]/μ`` and
 ``EWIF_N → EWIF`` (renewal theorem).
 """
@@ -105,16 +110,27 @@ def first_pass_leads(K: object, i: int) -> bool:
 
 
 def _entry_costs(cascade: Cascade, i: int, step: Feed) -> np.ndarray:
-    """``ĉ_i(u)`` for every tail ``u`` a step can enter with; index 0 holds the first
-    step's, whose first pass feeds ``q + 1`` positions if it leads, else ``q``."""
+    """``ĉ_i(u)`` for every tail ``u`` a step can enter with (index 0: the first step's);
+    with a row cost ``h_i``, less ``h_i`` per position beyond the step's logit rows."""
     pc = cascade.pass_cost
-    rest = pc.expected(i, step.rest) if step.rest.size > 1 else 0.0
+    priced = _entry_sums(cascade.K, i, step, lambda m: pc.at(i, m))
+    h = float(pc.row_cost[i])
+    if not h:
+        return priced
+    positions = _entry_sums(cascade.K, i, step, lambda m: np.asarray(m, dtype=float))
+    return priced - h * (positions - cascade.logit_rows(i))
+
+
+def _entry_sums(cascade_K: object, i: int, step: Feed, price) -> np.ndarray:
+    """``Σ`` over a step's passes of ``price(m)`` by the tail ``u`` it enters with: the first
+    pass feeds ``u + q``; in the first step (``u = 0``) ``q + 1`` if it leads, else ``q``."""
+    rest = float(step.rest[1:] @ price(np.arange(1, step.rest.size))) if step.rest.size > 1 else 0.0
     q = np.arange(step.first.size)
     out = np.zeros(max(step.exit.shape[1], 2))
     for u in range(1, out.size):
-        out[u] = float(step.first @ pc.at(i, u + q)) + rest
+        out[u] = float(step.first @ price(u + q)) + rest
     out[0] = (
-        out[1] if first_pass_leads(cascade.K, i) else float(step.first[1:] @ pc.at(i, q[1:])) + rest
+        out[1] if first_pass_leads(cascade_K, i) else float(step.first[1:] @ price(q[1:])) + rest
     )
     return out
 

@@ -4,7 +4,7 @@ This is the one exchange format of the project: ``realrun.measure`` writes it,
 ``csd recommend --from FILE``, ``csd evaluate FILE`` and ``csd simulate FILE`` read it,
 and the presets in ``ewif/presets/`` use it. JSON or YAML (by extension)::
 
-    schema: csd.models/4
+    schema: csd.models/5
     models: [target, base, small, mag]     # index 0 is the target, largest first
     cost: [1.0, 0.0227, 0.0070, 0.0]       # one forward pass relative to the target's
     cost_per_token: [0, 0, 0, 0]           # optional: pass cost = cost + cost_per_token·m
@@ -15,6 +15,8 @@ and the presets in ``ewif/presets/`` use it. JSON or YAML (by extension)::
       - [0.0]                              # one-point curve is flat)
     catch_up: [false, true, true, false]   # optional (/3): KV-cached drafters feed what they
                                            # have not fed (ewif.catch_up); false: the paper's m
+    row_cost: [0.0, 0.0011, 0.0004, 0.0]   # optional (/5): one logit row, which a catch-up
+                                           # position does not return (ewif.pass_cost)
     bootstrap:                             # optional (/3): per-prompt evidence for intervals
       acceptance_by_prompt: {"1,0,1": [[23.0, 32], [19.0, 32]]}   # (ewif.bootstrap)
       cost_curve_stderr: [[0.01, 0.012, 0.02, 0.02], [0.0004, 0.0005], [0.0001], [0.0]]
@@ -40,10 +42,12 @@ boolean per model, default all false) marks the models whose passes are priced w
 catch-up pass (:mod:`ewif.catch_up`); ``bootstrap`` (``/3``) carries the per-prompt
 evidence behind the prediction intervals of :mod:`ewif.bootstrap`; ``batch_cost_curve``
 (``/4``: batch size -> one curve per model) the measured cost of one pass over ``B`` rows of
-``m`` positions each (:class:`ewif.batch.BatchCosts`, priced by :mod:`ewif.batch`).
-``csd.models/1`` (no curves), ``/2`` (no ``catch_up``, no ``bootstrap``) and ``/3`` (no
-``batch_cost_curve``) files still read, with the same meaning; files are written as
-``csd.models/4``.
+``m`` positions each (:class:`ewif.batch.BatchCosts`, priced by :mod:`ewif.batch`);
+``row_cost`` (``/5``: one number >= 0 per model) the cost of one logit row, which a catch-up
+position does not return (:mod:`ewif.pass_cost`, "Logit rows"; absent: 0, every pass priced
+at its ``c(m)``). ``csd.models/1`` (no curves), ``/2`` (no ``catch_up``, no ``bootstrap``),
+``/3`` (no ``batch_cost_curve``) and ``/4`` (no ``row_cost``) files still read, with the same
+meaning; files are written as ``csd.models/5``.
 """
 
 from __future__ import annotations
@@ -61,9 +65,10 @@ from ewif.batch import BatchCosts
 from ewif.bootstrap import BootstrapData
 from ewif.pass_cost import PassCost, relative_costs
 
-SCHEMA = "csd.models/4"
-#: Readable schemas; /1: no cost_curve, /2: no catch_up or bootstrap, /3: no batch_cost_curve.
-SCHEMAS = ("csd.models/1", "csd.models/2", "csd.models/3", SCHEMA)
+SCHEMA = "csd.models/5"
+#: Readable schemas; /1: no cost_curve, /2: no catch_up or bootstrap, /3: no batch_cost_curve,
+#: /4: no row_cost.
+SCHEMAS = ("csd.models/1", "csd.models/2", "csd.models/3", "csd.models/4", SCHEMA)
 #: The first schema that has each optional key.
 _SINCE = {
     "cost_curve": "csd.models/2",
@@ -71,6 +76,7 @@ _SINCE = {
     "bootstrap": "csd.models/3",
     "batch_cost_curve": "csd.models/4",
     "batch_reevaluate_curve": "csd.models/4",
+    "row_cost": "csd.models/5",
 }
 
 
@@ -91,6 +97,8 @@ class ModelSet:
     model ``j`` (``r < j``) when reviewing with lenience ``l``; NaN where unknown.
     ``cost_curve`` (optional) holds each model's measured pass cost for ``m = 1, 2, ...``
     positions; when present ``cost`` equals its ``m = 1`` values and ``cost_per_token`` is 0.
+    ``row_cost`` (optional, one number >= 0 per model) is the cost of one logit row, which a
+    catch-up position does not return (:mod:`ewif.pass_cost`).
     """
 
     models: tuple[str, ...]
@@ -104,6 +112,7 @@ class ModelSet:
     catch_up: tuple[bool, ...] | None = None
     bootstrap: BootstrapData | None = None
     batch_costs: BatchCosts | None = None
+    row_cost: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         n1 = len(self.models)
@@ -127,6 +136,8 @@ class ModelSet:
                     f"every m), got {self.cost_per_token.tolist()}"
                 )
             object.__setattr__(self, "cost_curve", tuple(curves.table(i) for i in range(n1)))
+        if self.row_cost is not None:
+            object.__setattr__(self, "row_cost", self.pass_cost.row_cost)
         if not self.alpha:
             raise ValueError("alpha must hold at least one matrix")
         target_rows = []
@@ -173,8 +184,8 @@ class ModelSet:
     def pass_cost(self) -> PassCost:
         """The pass costs ``c_i(m)`` of the models: the curves, or affine."""
         if self.cost_curve is not None:
-            return PassCost.from_curves(self.cost_curve)
-        return PassCost.affine(self.cost, self.cost_per_token)
+            return PassCost.from_curves(self.cost_curve, row_cost=self.row_cost)
+        return PassCost.affine(self.cost, self.cost_per_token, self.row_cost)
 
     @property
     def leniences(self) -> tuple[float, ...]:
@@ -208,6 +219,7 @@ class ModelSet:
                 else {"cost_curve": [c.tolist() for c in self.cost_curve]}
             ),
             **({} if self.catch_up is None else {"catch_up": list(self.catch_up)}),
+            **({} if self.row_cost is None else {"row_cost": self.row_cost.tolist()}),
             "alpha": {f"{len_:g}": _matrix_out(m) for len_, m in sorted(self.alpha.items())},
         }
         if self.alpha_by_position:
@@ -253,6 +265,9 @@ class ModelSet:
             "metadata": dict(metadata),
             "cost_curve": curves,
             "catch_up": None if data.get("catch_up") is None else tuple(data["catch_up"]),
+            "row_cost": None
+            if data.get("row_cost") is None
+            else validate.costs(f"{source}: row_cost", data["row_cost"]),
         }
         try:
             boot, batched = data.get("bootstrap"), data.get("batch_cost_curve")

@@ -8,13 +8,22 @@ target pass at ``m = 1`` when ``c_0(1) = 1``), given in one of two forms:
 * **measured curve**: ``c_i(m) = cost_curve[i][m − 1]`` for ``m = 1..M_i`` (curves may have
   different lengths ``M_i``). **Extrapolation rule:** beyond ``M_i`` the curve continues
   on the line through its last two points, ``c_i(m) = y_M + s·(m − M)`` with
-  ``s = max(y_M − y_(M−1), 0)``: if that line would decrease it stays flat at the last
-  value (a pass never gets cheaper beyond the measured range); a one-point curve extends
-  flat.
+  ``s = max(y_M − y_(M−1), h_i)`` (``h_i`` the row cost below, 0 by default): if that line
+  would decrease it stays flat at the last value (a pass never gets cheaper beyond the
+  measured range), and a position beyond it costs at least its logit row; a one-point curve
+  extends with slope ``h_i``.
 
 Both forms are stored alike: a table ``c_i(1..M_i)`` and the slope beyond it (an affine
 cost is the one-point table ``cost + cost_per_token`` with slope ``cost_per_token``).
 The unit of EWIF is ``c_0(1)``, the cost of one autoregressive target token.
+
+**Logit rows.** ``c_i(m)`` prices a pass that returns the logits of all ``m`` positions. A
+KV-cached drafter's catch-up positions (:mod:`ewif.catch_up`) return none: a pass of ``m``
+positions that returns ``r`` rows costs ``c_i(m) − h_i·(m − r)`` (:meth:`PassCost.at_rows`),
+with ``h_i = row_cost[i]`` the cost of one row of the LM head (0, the default, prices every
+pass at all its rows). An affine cost needs ``h_i <= cost_per_token[i]`` (a position costs at
+least its row). ``r`` is the paper's ``m`` of the pass (1 for a generating pass,
+``D + 1`` for a review), so a pass's rows never depend on how much it catches up.
 """
 
 from __future__ import annotations
@@ -36,29 +45,48 @@ class PassCost:
     Build with :meth:`affine` or :meth:`from_curves`; instances are immutable.
     """
 
-    def __init__(self, table: tuple[np.ndarray, ...], slope: np.ndarray, curves: bool) -> None:
+    def __init__(
+        self,
+        table: tuple[np.ndarray, ...],
+        slope: np.ndarray,
+        curves: bool,
+        row_cost: object | None = None,
+    ) -> None:
         self._table = table
         self._slope = slope
         self._curves = curves
-        for arr in (*table, slope):
+        self._rows = _row_cost(row_cost, len(table))
+        for arr in (*table, slope, self._rows):
             arr.setflags(write=False)
 
     # ------------------------------------------------------------------ construction
     @classmethod
-    def affine(cls, cost: object, cost_per_token: object | None = None) -> PassCost:
-        """``c_i(m) = cost[i] + cost_per_token[i]·m`` (both checked by :func:`relative_costs`)."""
+    def affine(
+        cls, cost: object, cost_per_token: object | None = None, row_cost: object | None = None
+    ) -> PassCost:
+        """``c_i(m) = cost[i] + cost_per_token[i]·m`` (both checked by :func:`relative_costs`);
+        ``row_cost`` as in :meth:`from_curves`."""
         c, s = relative_costs(cost, cost_per_token)
+        h = _row_cost(row_cost, c.size)
+        for i in np.flatnonzero(h > s):
+            raise ValueError(
+                f"row_cost[{i}] = {h[i]:g} exceeds cost_per_token[{i}] = {s[i]:g}: a position "
+                f"costs at least its logit row"
+            )
         table = tuple(np.array([ci + si]) for ci, si in zip(c, s, strict=True))
-        return cls(table, s.astype(float), curves=False)
+        return cls(table, s.astype(float), curves=False, row_cost=h)
 
     @classmethod
-    def from_curves(cls, cost_curve: object, n_models: int | None = None) -> PassCost:
+    def from_curves(
+        cls, cost_curve: object, n_models: int | None = None, row_cost: object | None = None
+    ) -> PassCost:
         """``c_i(m) = cost_curve[i][m − 1]``, extended by the documented rule.
 
         ``cost_curve`` must be a list of ``n_models`` (when given; at least 2) non-empty
         sequences of finite numbers >= 0, and ``cost_curve[0][0]`` must be 1 (the target's
-        generating pass is the unit). Anything else raises ``ValueError`` naming the model
-        index and the value.
+        generating pass is the unit). ``row_cost`` (default zeros): one finite number >= 0
+        per model, the cost of one logit row (module docstring). Anything else raises
+        ``ValueError`` naming the model index and the value.
         """
         if isinstance(cost_curve, str | bytes) or not isinstance(cost_curve, Sequence | np.ndarray):
             raise ValueError(
@@ -81,8 +109,10 @@ class PassCost:
                 f"cost_curve[0][0] (the target's generating pass, m = 1) must be 1, got "
                 f"{float(table[0][0]):g}"
             )
-        slope = np.array([max(float(y[-1] - y[-2]), 0.0) if y.size > 1 else 0.0 for y in table])
-        return cls(table, slope, curves=True)
+        h = _row_cost(row_cost, len(table))
+        last = [float(y[-1] - y[-2]) if y.size > 1 else 0.0 for y in table]
+        slope = np.maximum(np.maximum(last, 0.0), h)
+        return cls(table, slope, curves=True, row_cost=h)
 
     def m1_costs(self, cost: object | None = None) -> np.ndarray:
         """``c_i(1)`` of every model (a generating pass); ``cost``, when given, must equal
@@ -113,6 +143,11 @@ class PassCost:
         """``c_0(1)``: the cost of one autoregressive target token (the unit of EWIF)."""
         return float(self._table[0][0])
 
+    @property
+    def row_cost(self) -> np.ndarray:
+        """``h_i``: the cost of one logit row of each model (read-only; module docstring)."""
+        return self._rows
+
     def table(self, i: int) -> np.ndarray:
         """The stored values ``c_i(1..M_i)`` (read-only)."""
         return self._table[i]
@@ -127,6 +162,19 @@ class PassCost:
         y = self._table[i]
         inside = y[np.minimum(m, y.size) - 1]
         return inside + self._slope[i] * np.maximum(m - y.size, 0)
+
+    def at_rows(self, i: int, m: int | np.ndarray, rows: int | np.ndarray) -> np.ndarray:
+        """``c_i(m) − h_i·(m − rows)``: a pass of ``m`` positions returning ``rows`` logit
+        rows (``1 <= rows <= m``; module docstring)."""
+        m, rows = np.asarray(m), np.asarray(rows)
+        if rows.dtype.kind not in "iu" or (rows.size and rows.min() < 1):
+            raise ValueError(f"rows must hold integers >= 1 (logit rows of a pass), got {rows!r}")
+        if np.any(rows > m):
+            raise ValueError(
+                f"rows must be at most m (a pass returns a row per position), "
+                f"got rows {rows!r} for m {m!r}"
+            )
+        return self.at(i, m) - self._rows[i] * (m - rows)
 
     def expected(self, i: int, m_pmf: np.ndarray) -> float:
         """``E[c_i(m)] = Σ_m m_pmf[m]·c_i(m)`` for ``m_pmf[m] = P(m)`` (index = m).
@@ -165,7 +213,10 @@ class PassCost:
         """The pass costs of the models ``index`` (in that order)."""
         ix = [int(i) for i in index]
         return PassCost(
-            tuple(self._table[i].copy() for i in ix), self._slope[ix].copy(), self._curves
+            tuple(self._table[i].copy() for i in ix),
+            self._slope[ix].copy(),
+            self._curves,
+            self._rows[ix].copy(),
         )
 
     def __repr__(self) -> str:
@@ -194,6 +245,16 @@ def relative_costs(
     if s.shape != c.shape:
         raise ValueError(f"cost_per_token must have shape {c.shape}, got {s.shape}")
     return c, s
+
+
+def _row_cost(row_cost: object | None, n_models: int) -> np.ndarray:
+    """``row_cost`` checked: None (zeros) or one finite number >= 0 per model."""
+    if row_cost is None:
+        return np.zeros(n_models)
+    h = validate.costs("row_cost", row_cost)
+    if h.shape != (n_models,):
+        raise ValueError(f"row_cost must hold one cost per model ({n_models}), got shape {h.shape}")
+    return h.astype(float)
 
 
 def _curve(i: int, values: object) -> np.ndarray:

@@ -1,6 +1,6 @@
 """Measure what ewif needs on real models: acceptance α[r][j] and cost coefficients c_i(m).
 
-Everything is written as one ``csd.models/4`` model set (:mod:`ewif.io`), which
+Everything is written as one ``csd.models/5`` model set (:mod:`ewif.io`), which
 ``csd recommend --from FILE`` and ``csd realrun`` read.
 
 Acceptance (teacher-forced on the **target's** continuations)
@@ -365,7 +365,7 @@ def assemble_model_set(
     max_position: int = 16,
     metadata: dict | None = None,
 ) -> ModelSet:
-    """Step 3 of :func:`measure`: the ``csd.models/4`` model set of ``names`` (target first)."""
+    """Step 3 of :func:`measure`: the ``csd.models/5`` model set of ``names`` (target first)."""
     decoding = acceptance.decoding
     curves = costs.curves
     meta = {

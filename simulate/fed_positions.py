@@ -6,7 +6,9 @@ the list of tokens it last fed. A pass over the sequence ``tokens`` that must pr
 last ``n`` positions (``n = 1`` for a generating pass, ``D + 1`` for a review) feeds
 ``len(tokens) − lcp(tokens, seen)`` positions, the common prefix capped at ``len − n`` —
 exactly what a KV-cached model does after cropping its cache to the common prefix. Models
-without ``catch_up`` are priced as the paper counts them (``m = n``).
+without ``catch_up`` are priced as the paper counts them (``m = n``). The pass returns the
+logits of its last ``n`` positions only: ``price(i, m, n)`` prices it (a catch-up position
+returns no row).
 
 The first step of each stream starts from an empty cache; it is a warm-up and not counted
 (the unfed tail after one step already has its stationary law). Streams are independent,
@@ -21,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-Price = Callable[[int, int], float]
+Price = Callable[[int, int, int], float]
 
 
 @dataclass(frozen=True)
@@ -41,9 +43,10 @@ class FedRun:
 
 class FedPositions:
     """Plays cascades of ``alpha`` (reviewer × drafter acceptance), ``K`` (``n×n``, 1-based
-    as in :mod:`ewif.cascade`), ``fill`` and per-model ``catch_up`` flags; ``price(i, m)`` is
-    the cost of a pass of model ``i`` over ``m`` positions. ``draw(p)`` returns True with
-    probability ``p`` (default: a seeded ``random.Random``)."""
+    as in :mod:`ewif.cascade`), ``fill`` and per-model ``catch_up`` flags;
+    ``price(i, m, rows)`` is the cost of a pass of model ``i`` over ``m`` positions returning
+    ``rows`` logit rows. ``draw(p)`` returns True with probability ``p`` (default: a seeded
+    ``random.Random``)."""
 
     def __init__(
         self,
@@ -82,7 +85,8 @@ class FedPositions:
             m = len(tokens) - keep
             self.seen[i] = list(tokens)
         self.step_sizes[i][m] = self.step_sizes[i].get(m, 0) + 1
-        self.step_cost += self.price(i, m)
+        self.step_caught[i] += m - n
+        self.step_cost += self.price(i, m, n)
 
     def accepts(self, r: int, j: int, origin: int, position: int) -> bool:
         """Whether reviewer ``r`` accepts the draft token at text position ``position``
@@ -124,8 +128,10 @@ class FedPositions:
 
     def step(self, sequence: list[int]) -> list[int]:
         """One target step on ``sequence`` (extended in place); returns the new tokens and
-        leaves that step's passes in ``step_sizes`` / ``step_cost``."""
+        leaves that step's passes in ``step_sizes`` / ``step_cost`` and every model's catch-up
+        positions (fed beyond the rows it asked for) in ``step_caught``."""
         self.step_sizes: list[dict[int, int]] = [{} for _ in range(self.n + 1)]
+        self.step_caught = [0] * (self.n + 1)
         self.step_cost = 0.0
         out = self._review(0, sequence)[0]
         sequence += out
@@ -137,24 +143,27 @@ class FedPositions:
         self.prompt_length = 1
         return [self._token()]
 
-    def generation(self, max_new_tokens: int) -> tuple[float, list[dict[int, int]]]:
+    def generation(self, max_new_tokens: int) -> tuple[float, list[dict[int, int]], list[int]]:
         """One generation of ``max_new_tokens`` tokens, as a decoder makes it: the prompt
         prefilled (every model has fed it), then target steps until the tokens are made, the
-        last step's surplus tokens dropped. Returns its cost and every model's passes by m."""
+        last step's surplus tokens dropped. Returns its cost, every model's passes by m and
+        every model's catch-up positions."""
         prompt = [self._token() for _ in range(3)]
         self.seen = [list(prompt) for _ in range(self.n + 1)]
         self.prompt_length = len(prompt)
         sequence, made, cost = list(prompt), 0, 0.0
         sizes: list[dict[int, int]] = [{} for _ in range(self.n + 1)]
+        caught = [0] * (self.n + 1)
         while made < max_new_tokens:
             new = self.step(list(sequence))[: max_new_tokens - made]
             cost += self.step_cost
+            caught = [a + b for a, b in zip(caught, self.step_caught, strict=True)]
             for i, counts in enumerate(self.step_sizes):
                 for m, c in counts.items():
                     sizes[i][m] = sizes[i].get(m, 0) + c
             sequence += new
             made += len(new)
-        return cost, sizes
+        return cost, sizes, caught
 
     def generation_costs(self, generations: int, max_new_tokens: int) -> np.ndarray:
         """The cost of each of ``generations`` independent :meth:`generation` runs."""

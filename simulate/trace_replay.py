@@ -86,9 +86,11 @@ class TraceReplay(FedPositions):
 class Replay:
     """Per measuring prompt: the tokens ``N_p`` and the mean passes ``passes[p, i, m − 1]``
     of the configuration's model ``i`` over ``m`` positions in its replays, priced by
-    ``prices[i, m − 1]`` (target-pass units; ``unit`` = one autoregressive token). Where the
-    model set (``model_set``, the configuration's ``models``) carries the cost curves'
-    standard errors, :meth:`interval` draws the costs too."""
+    ``prices[i, m − 1]`` (target-pass units; ``unit`` = one autoregressive token), and the
+    mean catch-up positions ``caught[p, i]``, which return no logit row (``row_cost[i]``
+    less each, :mod:`ewif.pass_cost`). Where the model set (``model_set``, the
+    configuration's ``models``) carries the cost curves' standard errors, :meth:`interval`
+    draws the costs too."""
 
     tokens: np.ndarray
     passes: np.ndarray
@@ -96,11 +98,19 @@ class Replay:
     unit: float
     model_set: ModelSet | None = None
     models: tuple[str, ...] = ()
+    caught: np.ndarray | None = None
+    row_cost: np.ndarray | None = None
 
     @property
     def cost(self) -> np.ndarray:
         """``C_p``: the mean cost of prompt ``p``'s replays."""
-        return np.einsum("pim,im->p", self.passes, self.prices)
+        return np.einsum("pim,im->p", self.passes, self.prices) - self._rows_saved(slice(None))
+
+    def _rows_saved(self, idx) -> np.ndarray:
+        """``Σ_i caught[p, i]·row_cost[i]`` of the prompts ``idx``."""
+        if self.caught is None or self.row_cost is None:
+            return np.zeros(self.tokens[idx].size)
+        return self.caught[idx] @ self.row_cost
 
     @property
     def speedup(self) -> float:
@@ -144,12 +154,13 @@ class Replay:
 
     def priced_speedup(self, idx: np.ndarray, curves: tuple[np.ndarray, ...]) -> float:
         """The speed-up of prompts ``idx`` with the model set's curves replaced by ``curves``."""
-        costs = PassCost.from_curves(curves)
+        costs = PassCost.from_curves(curves, row_cost=self.model_set.row_cost)
         where = [self.model_set.index(name) for name in self.models]
         m = np.arange(1, self.prices.shape[1] + 1)
         prices = np.array([costs.at(i, m) for i in where])
         passes = self.passes[idx].sum(axis=0)
-        return float(self.tokens[idx].sum() * costs.unit / np.sum(passes * prices))
+        cost = np.sum(passes * prices) - self._rows_saved(idx).sum()
+        return float(self.tokens[idx].sum() * costs.unit / cost)
 
 
 def replay(
@@ -196,7 +207,7 @@ def replay(
         )
     repeats = validate.count("repeats", repeats, minimum=1)
     price = cascade.pass_cost.at
-    tokens, counts = [], []
+    tokens, counts, caught = [], [], []
     for p in range(data.prompts):
         traces = {k: data.acceptance_traces[v][p] for k, v in local.items()}
         n = len(next(iter(traces.values())))
@@ -206,11 +217,13 @@ def replay(
             cascade.K,
             cascade.fill,
             cascade.catch_up,
-            lambda i, m: float(price(i, m)),
+            lambda i, m, rows: float(cascade.pass_cost.at_rows(i, m, rows)),
             seed=seed + p,
         )
         tokens.append(n)
-        counts.append([player.generation(n)[1] for _ in range(repeats)])
+        runs = [player.generation(n)[1:] for _ in range(repeats)]
+        counts.append([sizes for sizes, _ in runs])
+        caught.append(np.mean([fed for _, fed in runs], axis=0))
     widest = max(
         (m for runs in counts for sizes in runs for by_m in sizes for m in by_m), default=1
     )
@@ -229,4 +242,6 @@ def replay(
         cascade.pass_cost.unit,
         model_set,
         tuple(models),
+        np.array(caught, dtype=float),
+        cascade.pass_cost.row_cost.copy(),
     )

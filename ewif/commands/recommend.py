@@ -31,7 +31,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--from",
         dest="from_file",
         metavar="FILE",
-        help="csd.models/4 (or /3, /2, /1) model-set file (JSON or YAML), e.g. written by realrun",
+        help="csd.models/1-5 model-set file (JSON or YAML), e.g. written by realrun",
     )
     parser.add_argument(
         "--space",

@@ -41,6 +41,44 @@ def test_sd_closed_form(alpha: float, k: int) -> None:
         assert drafter == pytest.approx(alpha * 0.35 + (1 - alpha) * 0.2, rel=1e-14)
 
 
+@pytest.mark.parametrize("alpha", [0.0, 0.3, 0.8, 1.0])
+@pytest.mark.parametrize("k", [1, 2, 5])
+def test_sd_closed_form_with_row_cost(alpha: float, k: int) -> None:
+    """A logit row costs h: the first pass after a fully accepted draft feeds 2 positions
+    and returns 1 row, ``c₁(2) − h``; k = 1: α·(c₁(2) − h) + (1 − α)·c₁(1)."""
+    curves, h = [[1.0, 1.2, 1.3, 1.4, 1.5, 1.6, 1.7], [0.2, 0.35, 0.4]], 0.04
+    c = Cascade(
+        [[0, alpha], [0, 0]],
+        None,
+        [[k]],
+        cost_curve=curves,
+        catch_up=[False, True],
+        row_cost=[0.0, h],
+    )
+    full = alpha**k
+    drafter = (k - 1) * 0.2 + full * (0.35 - h) + (1 - full) * 0.2
+    assert c.model_step_costs()[1] == pytest.approx(drafter, rel=1e-14, abs=1e-15)
+    assert c.catch_up_positions(1) == pytest.approx(full, rel=1e-14, abs=1e-15)
+    assert c.logit_rows(1) == pytest.approx(k, rel=1e-14)
+    if k == 1:
+        assert drafter == pytest.approx(alpha * (0.35 - h) + (1 - alpha) * 0.2, rel=1e-14)
+
+
+def test_bad_row_cost() -> None:
+    alpha, K = [[0, 0.5], [0, 0]], [[2]]
+    curves = [[1.0, 1.1], [0.2, 0.3]]
+    with pytest.raises(ValueError, match=r"row_cost must hold finite numbers >= 0, got -0.1"):
+        Cascade(alpha, None, K, cost_curve=curves, row_cost=[0, -0.1])
+    with pytest.raises(ValueError, match=r"row_cost must hold finite numbers, got \[0, nan\]"):
+        Cascade(alpha, None, K, cost_curve=curves, row_cost=[0, float("nan")])
+    with pytest.raises(ValueError, match=r"one cost per model \(2\)"):
+        Cascade(alpha, None, K, cost_curve=curves, row_cost=[0.1])
+    with pytest.raises(ValueError, match=r"row_cost\[1\] = 0.2 exceeds cost_per_token\[1\]"):
+        Cascade(alpha, [1, 0.1], K, cost_per_token=[0, 0.1], row_cost=[0, 0.2])
+    with pytest.raises(ValueError, match="rows must be at most m"):
+        Cascade(alpha, None, K, cost_curve=curves).pass_cost.at_rows(1, 2, 3)
+
+
 class _More(Exception):
     """The scripted outcomes ran out: the caller branches on the next draw's probability."""
 
@@ -94,13 +132,48 @@ BRUTE = [
 ]
 
 
+def _brute_force_step_cost(alpha, K, fill, catch_up, price) -> float:
+    """Exact expected cost of the second step (after one warm-up step), by enumerating every
+    acceptance outcome of both steps of the explicit-sequence player."""
+    total = 0.0
+    stack: list[tuple[bool, ...]] = [()]
+    while stack:
+        script = _Script(stack.pop())
+        player = FedPositions(alpha, K, fill, catch_up, price, draw=script.draw)
+        try:
+            seq = player.start()
+            player.step(seq)
+            player.step(seq)
+        except _More as more:
+            p = more.args[0]
+            stack += [(*script.outcomes, v) for v, q in ((True, p), (False, 1 - p)) if q > 0]
+            continue
+        total += script.weight * player.step_cost
+    return total
+
+
+@pytest.mark.parametrize("alpha,K,fill", BRUTE)
+def test_row_cost_matches_brute_force_enumeration(alpha, K, fill) -> None:
+    """With a row cost, E[cost per step] equals the enumeration of the player, which prices
+    every pass at ``c(m) − h·(m − rows)`` with the rows it asks for, to 1e-12."""
+    n = len(K)
+    flags = [False] + [True] * n
+    h = [0.0, 0.03, 0.01][: n + 1]
+    c = Cascade(alpha, None, K, cost_curve=CURVES3[: n + 1], fill=fill, catch_up=flags, row_cost=h)
+    price = lambda i, m, rows: float(c.pass_cost.at_rows(i, m, rows))  # noqa: E731
+    assert c.expected_cost() == pytest.approx(
+        _brute_force_step_cost(alpha, K, fill, flags, price), rel=1e-12
+    )
+    assert c.expected_cost() < c.with_row_cost(None).expected_cost()
+
+
 @pytest.mark.parametrize("alpha,K,fill", BRUTE)
 def test_matches_brute_force_enumeration(alpha, K, fill) -> None:
     """Every model's expected passes by m equal the exact enumeration to 1e-12."""
     n = len(K)
     flags = [False] + [True] * n
     c = Cascade(alpha, None, K, cost_curve=CURVES3[: n + 1], fill=fill, catch_up=flags)
-    brute = _brute_force(alpha, K, fill, flags, lambda i, m: 0.0)
+    brute = _brute_force(alpha, K, fill, flags, lambda i, m, rows: 0.0)
     for i in range(n + 1):
         exact = _counts(c, i)
         assert exact.keys() == {m for m, v in brute[i].items() if v > 1e-15}
@@ -145,6 +218,13 @@ def test_invariants(config) -> None:
     cu = Cascade(alpha, None, K, cost_curve=_curves(n), fill=fill, catch_up=flags)
     off = Cascade(alpha, None, K, cost_curve=_curves(n), fill=fill, catch_up=[False] * (n + 1))
     assert off.expected_cost() == plain.expected_cost()
+    # a logit row costs at most a position (drafter curves rise 0.05 per m): rows priced, the
+    # cost lies between the paper's and the all-rows catch-up cost
+    rows = cu.with_row_cost([0.0] + [0.04] * n)
+    assert plain.expected_cost() <= rows.expected_cost() * (1 + 1e-12)
+    assert rows.expected_cost() <= cu.expected_cost() * (1 + 1e-12)
+    assert all(cu.catch_up_positions(i) >= -1e-12 for i in range(n + 1))
+    assert off.with_row_cost([0.0] + [0.04] * n).expected_cost() == plain.expected_cost()
     assert cu.expected_tokens() == plain.expected_tokens()
     assert cu.ewif() <= plain.ewif() * (1 + 1e-12)
     for a, b in zip(plain.pass_sizes(), cu.pass_sizes(), strict=True):
@@ -162,6 +242,40 @@ def test_bad_flags() -> None:
         Cascade(alpha, [1, 0.1], K, catch_up=[0, 1])
     with pytest.raises(ValueError, match="booleans"):
         Cascade(alpha, [1, 0.1], K, catch_up="yes")
+
+
+@pytest.mark.parametrize("fill", ["tokens", "rounds"])
+@pytest.mark.parametrize("h", [0.01, 0.06])
+def test_optimizer_matches_brute_force_with_row_cost(fill: str, h: float) -> None:
+    """Row costs priced: the best-first search (its bound ``h·r + min_{m >= r}(c(m) − h·m)``)
+    still returns the brute-force top 5, also when a row costs more than some increments of
+    the measured curve (h = 0.06 > 0.02, 0.03)."""
+    import itertools
+
+    from ewif.io import ModelSet
+    from ewif.search import optimize
+
+    alpha = np.array([[0, 0.8, 0.55], [0, 0, 0.7], [0, 0, 0]])
+    curves = [[1.0, 1.02, 1.05, 1.3, 1.5, 1.9], [0.25, 0.4, 0.42, 0.45], [0.02, 0.03]]
+    flags = (False, True, False)
+    ms = ModelSet(
+        models=("t", "d", "p"),
+        cost=np.array([1.0, 0.25, 0.02]),
+        cost_per_token=np.zeros(3),
+        alpha={1.0: alpha},
+        cost_curve=tuple(np.array(c) for c in curves),
+        catch_up=flags,
+        row_cost=np.array([0.0, h, 0.0]),
+    )
+    result = optimize(ms, bounds=(1, 5), subsets=False, fill=fill, top=5)
+    brute = []
+    for k in itertools.product(range(1, 6), repeat=3):
+        K = [[k[0], k[1]], [0, k[2]]]
+        brute.append(Cascade.from_model_set(ms, K=K, fill=fill).ewif())
+    brute.sort(reverse=True)
+    assert [c.ewif for c in result.table] == pytest.approx(brute[:5], rel=1e-12)
+    best = Cascade.from_model_set(ms, K=result.best.K, fill=fill)
+    assert best.ewif() > best.with_row_cost(None).ewif()  # the rows not returned are saved
 
 
 @pytest.mark.parametrize("fill", ["tokens", "rounds"])

@@ -24,20 +24,21 @@ from tests.ewif.test_catch_up import BRUTE, CURVES3, _curves, _More, _Script, ca
 SD_CURVES = [[1.0, 1.2, 1.3, 1.4, 1.5, 1.6, 1.7], [0.2, 0.35, 0.4, 0.45]]
 
 
-def _price(curves):
-    """The cascade's own pricing of a pass (curves extended beyond their last point)."""
-    at = PassCost.from_curves(curves).at
-    return lambda i, m: float(at(i, m))
+def _price(curves, row_cost=None):
+    """The cascade's own pricing of a pass (curves extended beyond their last point; the
+    logit rows it does not return at ``row_cost``)."""
+    at = PassCost.from_curves(curves, row_cost=row_cost).at_rows
+    return lambda i, m, rows: float(at(i, m, rows))
 
 
-def _brute_force_cost(alpha, K, fill, flags, curves, n: int) -> float:
+def _brute_force_cost(alpha, K, fill, flags, curves, n: int, row_cost=None) -> float:
     """Exact expected cost of one generation of ``n`` tokens: every acceptance outcome of the
     explicit-sequence player enumerated, weighted by its probability."""
     total = 0.0
     stack: list[tuple[bool, ...]] = [()]
     while stack:
         script = _Script(stack.pop())
-        player = FedPositions(alpha, K, fill, flags, _price(curves), draw=script.draw)
+        player = FedPositions(alpha, K, fill, flags, _price(curves, row_cost), draw=script.draw)
         try:
             cost = float(player.generation_costs(1, n)[0])
         except _More as more:
@@ -95,25 +96,30 @@ TRAILING = (
 
 @pytest.mark.parametrize("alpha,K,fill", [*BRUTE, TRAILING])
 @pytest.mark.parametrize("n", [1, 2, 3])
-def test_matches_brute_force_enumeration(alpha, K, fill, n: int) -> None:
-    """E[C(n)] with catch-up equals the exact enumeration of the player to 1e-12."""
+@pytest.mark.parametrize("h", [0.0, 0.01])
+def test_matches_brute_force_enumeration(alpha, K, fill, n: int, h: float) -> None:
+    """E[C(n)] with catch-up equals the exact enumeration of the player to 1e-12, logit
+    rows free (h = 0) or priced (the player pays ``c(m) − h·(m − rows)``)."""
     m = len(K)
     flags = [False] + [True] * m
     curves = CURVES3[: m + 1] if m < 3 else [*CURVES3, [0.02, 0.03]]
-    c = Cascade(alpha, None, K, cost_curve=curves, fill=fill, catch_up=flags)
-    brute = _brute_force_cost(alpha, K, fill, flags, curves, n)
+    rows = [0.0] + [h] * m
+    c = Cascade(alpha, None, K, cost_curve=curves, fill=fill, catch_up=flags, row_cost=rows)
+    brute = _brute_force_cost(alpha, K, fill, flags, curves, n, rows)
     assert generation_cost(c, n) == pytest.approx(brute, rel=1e-12)
 
 
 @settings(max_examples=20, deadline=None, derandomize=True)
-@given(cascades(max_budget=2), st.integers(1, 12))
-def test_matches_monte_carlo_witness(config, n: int) -> None:
-    """Depth 1–3, any catch-up flags: E[C(n)] lies in the witness's 99.9 % interval
-    (1500 seeded generations; normal interval on their mean cost)."""
+@given(cascades(max_budget=2), st.integers(1, 12), st.sampled_from([0.0, 0.04]))
+def test_matches_monte_carlo_witness(config, n: int, h: float) -> None:
+    """Depth 1–3, any catch-up flags, rows free or at ``h``: E[C(n)] lies in the witness's
+    99.9 % interval (1500 seeded generations; normal interval on their mean cost)."""
     alpha, K, flags, fill = config
     curves = _curves(K.shape[0])
-    c = Cascade(alpha, None, K, cost_curve=curves, fill=fill, catch_up=flags)
-    costs = FedPositions(alpha, K, fill, flags, _price(curves), seed=n).generation_costs(1500, n)
+    rows = [0.0] + [h] * K.shape[0]
+    c = Cascade(alpha, None, K, cost_curve=curves, fill=fill, catch_up=flags, row_cost=rows)
+    player = FedPositions(alpha, K, fill, flags, _price(curves, rows), seed=n)
+    costs = player.generation_costs(1500, n)
     half = 3.2905 * costs.std(ddof=1) / math.sqrt(costs.size)
     assert abs(generation_cost(c, n) - costs.mean()) <= half + 1e-12
 

@@ -38,7 +38,7 @@ def test_round_trip_with_curves(tmp_path, suffix):
     assert [c.tolist() for c in back.cost_curve] == CURVES
     assert back.cost.tolist() == ms.cost.tolist()
     assert back.pass_cost.at(0, 6) == pytest.approx(1.17)  # 1.09 + 2 * 0.04
-    assert back.to_dict()["schema"] == io.SCHEMA == "csd.models/4"
+    assert back.to_dict()["schema"] == io.SCHEMA == "csd.models/5"
 
 
 def test_old_schema_reads_with_the_same_meaning(tmp_path):
@@ -50,7 +50,7 @@ def test_old_schema_reads_with_the_same_meaning(tmp_path):
     old = io.load(path)
     assert old.cost_curve is None and old.pass_cost.kind == "affine"
     assert old.cost.tolist() == ms.cost.tolist()
-    assert io.save(old, tmp_path / "new.json").read_text().count('"csd.models/4"') == 1
+    assert io.save(old, tmp_path / "new.json").read_text().count('"csd.models/5"') == 1
     for name in names():  # the presets (csd.models/1 files) still read
         assert load_preset(name).cost_curve is None
 
@@ -59,7 +59,10 @@ def test_old_schema_reads_with_the_same_meaning(tmp_path):
     ("changes", "match"),
     [
         ({"schema": "csd.models/1"}, r"cost_curve needs schema 'csd.models/2'"),
-        ({"schema": "csd.models/5"}, "schema must be one of"),
+        ({"schema": "csd.models/6"}, "schema must be one of"),
+        ({"schema": "csd.models/4", "row_cost": [0, 0.01, 0, 0]}, r"row_cost needs schema"),
+        ({"schema": "csd.models/5", "row_cost": [0, -0.01, 0, 0]}, r"row_cost must hold finite"),
+        ({"schema": "csd.models/5", "row_cost": [0, 0.01]}, r"row_cost must hold one cost per"),
         ({"cost": [1, 0.02, 0.007, 0]}, r"cost must equal the m = 1 values"),
         ({"cost_per_token": [0, 0.01, 0, 0]}, "cost_per_token must be zero"),
         ({"cost_curve": CURVES[:3]}, r"one curve per model \(4\), got 3"),
@@ -85,6 +88,26 @@ def test_model_set_validates_curves_directly():
         )
     ok = dataclasses.replace(ms, cost_curve=tuple(np.array([c]) for c in ms.cost))
     assert ok.pass_cost.kind == "curve" and ok.pass_cost.is_affine(0)
+
+
+@pytest.mark.parametrize("suffix", [".json", ".yaml"])
+def test_row_cost_round_trips_and_reaches_the_cascade(tmp_path, suffix):
+    from ewif.cascade import Cascade
+
+    flags = [False, True, True, False]
+    rows = [0, 0.0003, 0, 0]  # at most b's curve's slope, 0.0004: its extension is unchanged
+    data = curve_dict(schema="csd.models/5", catch_up=flags, row_cost=rows)
+    back = io.load(io.save(io.ModelSet.from_dict(data), tmp_path / f"set{suffix}"))
+    assert back.row_cost.tolist() == rows
+    assert back.pass_cost.row_cost.tolist() == rows
+    K = [[2, 0], [0, 1]]
+    priced = Cascade.from_model_set(back, ["t", "b", "m"], K)
+    older = io.ModelSet.from_dict(curve_dict(schema="csd.models/4", catch_up=flags))
+    unpriced = Cascade.from_model_set(older, ["t", "b", "m"], K)
+    saved = 0.0003 * priced.catch_up_positions(1)
+    assert saved > 0
+    assert priced.expected_cost() == pytest.approx(unpriced.expected_cost() - saved, rel=1e-12)
+    assert io.ModelSet.from_dict(curve_dict()).row_cost is None  # older files: every row priced
 
 
 @pytest.mark.parametrize("suffix", [".json", ".yaml"])

@@ -8,6 +8,7 @@ import zlib
 
 import numpy as np
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ewif.cascade import Cascade
 from ewif.catch_up import feed
@@ -18,7 +19,7 @@ Z999 = 3.29  # two-sided 99.9 % normal quantile
 
 
 def _witness(c: Cascade, flags, streams: int, steps: int, seed: int):
-    price = lambda i, m: float(c.pass_cost.at(i, m))  # noqa: E731
+    price = lambda i, m, rows: float(c.pass_cost.at_rows(i, m, rows))  # noqa: E731
     return FedPositions(c.alpha, c.K, c.fill, flags, price, seed=seed).run(streams, steps)
 
 
@@ -29,13 +30,21 @@ def _interval(run) -> tuple[float, float]:
 
 
 @settings(max_examples=30, deadline=None, derandomize=True)
-@given(cascades())
-def test_cost_per_step_matches_witness(config) -> None:
-    """Depth 1–3 cascades, random catch-up flags: exact E[cost per step] lies inside the
-    witness's 99.9 % interval (150 streams × 12 steps, per-stream means)."""
+@given(cascades(), st.sampled_from([0.0, 0.04]))
+def test_cost_per_step_matches_witness(config, h: float) -> None:
+    """Depth 1–3 cascades, random catch-up flags, logit rows free or at ``h`` per row:
+    exact E[cost per step] lies inside the witness's 99.9 % interval (150 streams × 12
+    steps, per-stream means)."""
     alpha, K, flags, fill = config
+    n = K.shape[0]
     c = Cascade(
-        alpha, None, K, cost_curve=_curves(K.shape[0], slope=0.3), fill=fill, catch_up=flags
+        alpha,
+        None,
+        K,
+        cost_curve=_curves(n, slope=0.3),
+        fill=fill,
+        catch_up=flags,
+        row_cost=[0.0] + [h] * n,
     )
     seed = zlib.crc32(repr((alpha.tolist(), K.tolist(), flags, fill)).encode())
     run = _witness(c, flags, 150, 12, seed)
@@ -65,6 +74,17 @@ def test_pass_sizes_match_witness() -> None:
                 # passes with m per step are a count ≤ passes per step; Poisson-like bound
                 se = np.sqrt(max(exact, 1e-3) / total) * np.sqrt(sizes.passes + 1)
                 assert abs(seen.get(m, 0.0) - exact) <= Z999 * se, (sizes.model, m)
+
+
+def test_unpriced_rows_are_rejected() -> None:
+    """The witness tells the row-priced cost from the all-rows one (so the test above can
+    fail): SD k = 1 at α = 0.9, a drafter row worth 0.1 of its 0.2 one-position pass."""
+    alpha = np.array([[0, 0.9], [0, 0]])
+    curves = [[1.0, 1.05, 1.1], [0.2, 0.4, 0.6]]
+    c = Cascade(alpha, None, [[1]], cost_curve=curves, catch_up=[False, True], row_cost=[0, 0.1])
+    mean, se = _interval(_witness(c, [False, True], 300, 12, seed=5))
+    assert abs(mean - c.expected_cost()) <= Z999 * se
+    assert abs(mean - c.with_row_cost(None).expected_cost()) > 10 * se
 
 
 def test_dropped_chain_is_rejected() -> None:
