@@ -35,11 +35,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import fetch_weights
 
+from realrun.batched import logit_rows
 from realrun.hf_model import HFTokenModel
 from realrun.llamacpp_model import LlamaCppTokenModel
 from realrun.loading import load_model
 from realrun.pipeline import cpu_description
-from realrun.timing import grid, logit_rows
+from realrun.timing import grid
 
 THREADS = 2
 MAX_M = 12

@@ -60,6 +60,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ewif import validate
+from ewif.pass_cost import max_row_cost
 
 if TYPE_CHECKING:
     from ewif.io import ModelSet
@@ -282,7 +283,22 @@ def replicate_sets(
         if data.cost_curve_stderr is not None:
             curves = drawn_curves(model_set.cost_curve, data.cost_curve_stderr, rng)
             changes.update(cost_curve=curves, cost=np.array([c[0] for c in curves]))
+            if model_set.row_cost is not None:
+                changes["row_cost"] = drawn_row_cost(model_set, curves)
         out.append(dataclasses.replace(model_set, **changes))
+    return out
+
+
+def drawn_row_cost(model_set: ModelSet, curves: Sequence[np.ndarray]) -> np.ndarray:
+    """The set's row costs with its curves drawn as ``curves``: each ``h_i`` scaled as its
+    curve's two-position pass (what it was timed against), at most what the drawn curve
+    admits (:func:`ewif.pass_cost.max_row_cost`)."""
+    out = np.zeros(len(curves))
+    pairs = zip(model_set.row_cost, model_set.cost_curve, curves, strict=True)
+    for i, (h, base, drawn) in enumerate(pairs):
+        if h and base.size > 1:
+            scale = drawn[1] / base[1] if base[1] > 0 else 1.0
+            out[i] = min(h * scale, max_row_cost(drawn))
     return out
 
 

@@ -22,8 +22,11 @@ KV-cached drafter's catch-up positions (:mod:`ewif.catch_up`) return none: a pas
 positions that returns ``r`` rows costs ``c_i(m) − h_i·(m − r)`` (:meth:`PassCost.at_rows`),
 with ``h_i = row_cost[i]`` the cost of one row of the LM head (0, the default, prices every
 pass at all its rows). An affine cost needs ``h_i <= cost_per_token[i]`` (a position costs at
-least its row). ``r`` is the paper's ``m`` of the pass (1 for a generating pass,
-``D + 1`` for a review), so a pass's rows never depend on how much it catches up.
+least its row); a curve needs ``h_i <= min_{2 <= m <= M} c_i(m)/(m − 1)``
+(:func:`max_row_cost`: no one-row pass costs less than nothing; beyond ``M`` the slope is at
+least ``h_i``, so it holds there too). ``r`` is the paper's ``m`` of the pass (1 for a
+generating pass, ``D + 1`` for a review), so a pass's rows never depend on how much it
+catches up.
 """
 
 from __future__ import annotations
@@ -110,6 +113,14 @@ class PassCost:
                 f"{float(table[0][0]):g}"
             )
         h = _row_cost(row_cost, len(table))
+        for i, (y, hi) in enumerate(zip(table, h, strict=True)):
+            if hi > max_row_cost(y):
+                m = 2 + int(np.argmin(y[1:] / np.arange(1, y.size)))
+                raise ValueError(
+                    f"row_cost[{i}] = {hi:g} would price model {i}'s one-row pass over m = {m} "
+                    f"positions below zero (c({m}) = {y[m - 1]:g} < h·(m − 1)); it must be at "
+                    f"most {max_row_cost(y):g}"
+                )
         last = [float(y[-1] - y[-2]) if y.size > 1 else 0.0 for y in table]
         slope = np.maximum(np.maximum(last, 0.0), h)
         return cls(table, slope, curves=True, row_cost=h)
@@ -245,6 +256,13 @@ def relative_costs(
     if s.shape != c.shape:
         raise ValueError(f"cost_per_token must have shape {c.shape}, got {s.shape}")
     return c, s
+
+
+def max_row_cost(curve: Sequence[float] | np.ndarray) -> float:
+    """The largest row cost a curve ``c(1..M)`` admits, ``min_{2 <= m <= M} c(m)/(m − 1)``
+    (module docstring; ``inf`` for a one-point curve)."""
+    y = np.asarray(curve, dtype=float)
+    return float((y[1:] / np.arange(1, y.size)).min()) if y.size > 1 else math.inf
 
 
 def _row_cost(row_cost: object | None, n_models: int) -> np.ndarray:

@@ -21,7 +21,7 @@ them (a review pass; the logits stay in the backend, as in a server).
 
 :func:`time_batched` times ``c(B, m)`` of every model for every ``B`` of ``rows`` and every
 ``m`` of :func:`realrun.timing.grid`, with the logit rows a run asks of such a pass
-(:func:`realrun.timing.logit_rows` per sequence) and, for a llama.cpp drafter, once more with
+(:func:`logit_rows` per sequence) and, for a llama.cpp drafter, once more with
 one logit row in all (the pass llama.cpp's server makes when it re-evaluates the target's
 batch on the drafter), all passes in one shuffled order per round (interleaved, as
 :func:`realrun.timing.time_family`, so a drifting machine hits every point alike), the
@@ -41,7 +41,7 @@ import numpy as np
 
 from ewif import validate
 from ewif.batch import BatchCosts
-from realrun.timing import PassTiming, grid, logit_rows
+from realrun.timing import PassTiming, grid
 
 
 class BatchedRows(Protocol):
@@ -193,10 +193,17 @@ def _rows_of(contexts: Sequence[Sequence[int]], rows: int) -> list[list[int]]:
     return [ctxs[r % len(ctxs)] for r in range(rows)]
 
 
+def logit_rows(model: int, m: int) -> int:
+    """Logit rows a sequence of a batched SD pass of model ``model`` (0: the target) over
+    ``m`` positions returns: the target reviews, ``m``; the drafter generates (one or two
+    positions after a catch-up) or re-feeds, one row."""
+    return 1 if model > 0 and m <= 2 else m
+
+
 @dataclass(frozen=True)
 class BatchedTiming:
     """What :func:`time_batched` measured: ``passes[model][B]`` with the logit rows a run
-    asks (:func:`realrun.timing.logit_rows` per sequence), and ``reevaluate[model][B]``, a
+    asks (:func:`logit_rows` per sequence), and ``reevaluate[model][B]``, a
     drafter's pass with one logit row in all (llama.cpp only)."""
 
     passes: dict[str, dict[int, PassTiming]]

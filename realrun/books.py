@@ -29,8 +29,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from realrun.timing import logit_rows
-
 #: Share of the wall time above which the unexplained residual is flagged.
 RESIDUAL_FLAG = 0.03
 
@@ -155,22 +153,21 @@ def timing_agreement(
     run_ar_s: float | None = None,
     timed_ar_s: float | None = None,
     priced_by_ar: Collection[str] = (),
-    target: str | None = None,
+    row_seconds: Mapping[str, float] | None = None,
 ) -> dict[str, dict[str, dict]]:
     """The in-run mean pass time of every model and size ``m`` (``in_run``: a results file's
     ``metadata.in_run_pass_seconds``, pooled over the methods but those named in
-    ``priced_by_ar``, whose passes no curve prices) against the measuring phase's
-    timed mean at that ``m`` (``timing``: the model set's ``metadata.timing``, interpolated
-    on its grid): ``{model: {m: {passes, run_mean_s, timed_mean_s, error}}}`` with
-    ``error = run/timed − 1``, for sizes with at least :data:`MIN_PASSES` passes. Given the
-    seconds of one AR token in the run (``run_ar_s``) and in the measuring phase
-    (``timed_ar_s``), also ``relative_error``: the same comparison with each pass in units of
-    its own phase's AR token — what a prediction uses, blind to a drift of the machine's speed
-    between the two phases. Given the ``target``'s name and where the run recorded its passes'
-    logit rows, also ``run_rows`` (their mean) and ``timed_rows`` (what the curve's pass
-    returned, :func:`realrun.timing.logit_rows`); where the timing holds a drafter's
-    ``row_seconds`` ``h``, ``rows_matched_error`` (and ``rows_matched_relative_error``): the
-    run against ``timed + h·(run_rows − timed_rows)``, the harness's pass at the run's rows."""
+    ``priced_by_ar``, whose passes no curve prices) against what the model set prices them
+    at: the measuring phase's timed mean at that ``m`` (``timing``: the model set's
+    ``metadata.timing``, interpolated on its grid, all logit rows), less ``h·(m − rows)``
+    where the run recorded its passes' mean logit rows (``run_rows``) and ``row_seconds``
+    gives the model's priced row cost ``h`` in seconds (a catch-up drafter's,
+    :mod:`ewif.pass_cost`; then ``priced_mean_s``). ``{model: {m: {passes, run_mean_s,
+    timed_mean_s, error, …}}}`` with ``error = run/priced − 1``, for sizes with at least
+    :data:`MIN_PASSES` passes. Given the seconds of one AR token in the run (``run_ar_s``)
+    and in the measuring phase (``timed_ar_s``), also ``relative_error``: the same comparison
+    with each pass in units of its own phase's AR token — what a prediction uses, blind to a
+    drift of the machine's speed between the two phases."""
     pooled: dict[str, dict[int, list[float]]] = {}
     for method, per_model in in_run.items():
         if method in priced_by_ar:
@@ -186,25 +183,21 @@ def timing_agreement(
         grid = timing.get(model) or {}
         if "m" not in grid:
             continue
+        h = (row_seconds or {}).get(model, 0.0)
         for size, (passes, seconds, rows) in sorted(by_m.items()):
             if passes < MIN_PASSES or size > grid["m"][-1]:
                 continue
             run = seconds / passes
             timed = float(np.interp(size, grid["m"], grid["seconds"]))
             row = {"passes": passes, "run_mean_s": run, "timed_mean_s": timed}
-            row["error"] = run / timed - 1.0
-            if run_ar_s and timed_ar_s:
-                row["relative_error"] = (run / run_ar_s) / (timed / timed_ar_s) - 1.0
-            if target is not None and math.isfinite(rows):
+            priced = timed
+            if math.isfinite(rows):
                 row["run_rows"] = rows / passes
-                row["timed_rows"] = logit_rows(0 if model == target else 1, size)
-                if "row_seconds" in grid:
-                    matched = timed + grid["row_seconds"] * (row["run_rows"] - row["timed_rows"])
-                    row["rows_matched_error"] = run / matched - 1.0
-                    if run_ar_s and timed_ar_s:
-                        row["rows_matched_relative_error"] = (run / run_ar_s) / (
-                            matched / timed_ar_s
-                        ) - 1.0
+                if h:
+                    priced = row["priced_mean_s"] = timed - h * (size - row["run_rows"])
+            row["error"] = run / priced - 1.0
+            if run_ar_s and timed_ar_s:
+                row["relative_error"] = (run / run_ar_s) / (priced / timed_ar_s) - 1.0
             out.setdefault(model, {})[str(size)] = row
     return out
 

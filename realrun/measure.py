@@ -57,6 +57,7 @@ from tqdm.auto import tqdm
 from ewif import validate
 from ewif.bootstrap import BootstrapData
 from ewif.io import ModelSet
+from ewif.pass_cost import max_row_cost
 from realrun.ar import ar_timer
 from realrun.timing import ARTimer, FamilyTiming, PassTiming, time_family, time_proposer
 from realrun.vocabulary import check_logit_width
@@ -218,6 +219,36 @@ class Costs:
             proposers={n: (t + more.proposers[n]) / 2 for n, t in self.proposers.items()},
             repeats=self.repeats + more.repeats,
         )
+
+    @property
+    def row_cost(self) -> np.ndarray:
+        """``h_i`` in the curves' unit: what one logit row adds to each drafter's pass
+        (:meth:`realrun.timing.FamilyTiming.row_seconds`; a catch-up position returns none,
+        :mod:`ewif.pass_cost`), 0 for the target, a proposer and a drafter not timed so.
+        A measurement outside what the curve admits — a negative paired difference (a row
+        cheaper than the timing's noise), or one above :func:`ewif.pass_cost.max_row_cost`
+        (a one-row pass would cost less than nothing) — is taken to that bound, and
+        :meth:`row_cost_bounds` names it."""
+        out = np.zeros(len(self.names))
+        for i, name in enumerate(self.names[1:], start=1):
+            row = self.family.row_seconds(name)
+            if row is not None:
+                out[i] = min(max(row[0] / self.unit_seconds, 0.0), max_row_cost(self.curves[i]))
+        return out
+
+    def row_cost_bounds(self) -> dict[str, str]:
+        """The drafters whose measured row cost :attr:`row_cost` took to a bound, and why."""
+        out = {}
+        for i, name in enumerate(self.names[1:], start=1):
+            row = self.family.row_seconds(name)
+            if row is None:
+                continue
+            h, limit = row[0] / self.unit_seconds, max_row_cost(self.curves[i])
+            if h < 0:
+                out[name] = f"measured {h:.4g} < 0: no row cost priced"
+            elif h > limit:
+                out[name] = f"measured {h:.4g} > {limit:.4g}, what the curve admits: priced at it"
+        return out
 
     def curve_stderr(self) -> tuple[np.ndarray, ...]:
         """Standard error of every point of :attr:`curves` (same units): a pass's and the
@@ -382,10 +413,12 @@ def assemble_model_set(
         "positions": sum(len(c) for _, c in acceptance.contexts),
         "max_new_tokens": acceptance.max_new_tokens,
         "cost_model": "cost_curve[i][m-1] = (mean seconds of a pass of model i over m "
-        "positions + the decoder's work after it) / seconds of one autoregressive token as "
-        "the run decodes it (cost_curve[0][0] = 1); passes, verify work and AR timed "
-        "interleaved in rounds over the measuring contexts, m on a grid, linear in between; "
-        "proposers: seconds per proposed token",
+        "positions returning all m logit rows + the decoder's work after it) / seconds of "
+        "one autoregressive token as the run decodes it (cost_curve[0][0] = 1); passes, "
+        "verify work and AR timed interleaved in rounds over the measuring contexts, m on a "
+        "grid, linear in between; row_cost[i] = what one logit row adds to drafter i's "
+        "two-position pass (paired, same rounds), in the same unit; proposers: seconds per "
+        "proposed token",
         "ar_seconds_per_token": costs.unit_seconds,
         "ar_seconds_per_token_stderr": costs.family.ar_stderr,
         "target_one_token_pass_s": costs.family.passes[names[0]].seconds[0],
@@ -400,6 +433,7 @@ def assemble_model_set(
         "decoder_verify_timing": None
         if costs.family.decoder is None
         else costs.family.decoder.to_dict(),
+        **({"row_cost_bounded": bounded} if (bounded := costs.row_cost_bounds()) else {}),
         "timing_context_tokens": costs.context_tokens,
         "repeats": costs.repeats,
         "warmup": costs.warmup,
@@ -415,6 +449,7 @@ def assemble_model_set(
         metadata=meta,
         cost_curve=curves,
         catch_up=catch_up_flags(costs),
+        row_cost=costs.row_cost,
         bootstrap=BootstrapData(acceptance.by_prompt(), costs.curve_stderr(), acceptance.traces())
         if len(acceptance.contexts) >= 2
         else None,
@@ -503,8 +538,8 @@ def measure(
 
 def _timing_record(timing: PassTiming, row: tuple[float, float] | None) -> dict:
     """A model's ``metadata.timing`` entry: its pass timing and, for a drafter, what one
-    more logit row adds to a pass (``row_seconds`` and its standard error; not priced by
-    the curve, used by the in-run agreement, :func:`realrun.books.timing_agreement`)."""
+    more logit row adds to a pass (``row_seconds`` and its standard error, as measured; the
+    model set's ``row_cost`` prices it)."""
     out = timing.to_dict()
     if row is not None:
         out["row_seconds"], out["row_seconds_stderr"] = row

@@ -223,12 +223,26 @@ def timing_diagnostics(results: Results, model_set: ModelSet) -> dict[str, dict]
             run_ar_s,
             timed_ar_s,
             priced_by_ar=[] if results.autoregressive is None else [results.autoregressive.name],
-            target=model_set.models[0],
+            row_seconds=_row_seconds(model_set),
         )
     }
     if run_ar_s and timed_ar_s:
         out["ar_agreement"] = ar_agreement(run_ar_s, timed_ar_s)
     return out
+
+
+def _row_seconds(model_set: ModelSet) -> dict[str, float]:
+    """Each catch-up drafter's priced row cost in seconds (``row_cost`` × the unit)."""
+    unit = model_set.metadata.get("ar_seconds_per_token")
+    if model_set.row_cost is None or model_set.catch_up is None or not unit:
+        return {}
+    return {
+        name: float(h) * unit
+        for name, h, flag in zip(
+            model_set.models, model_set.row_cost, model_set.catch_up, strict=True
+        )
+        if flag and h
+    }
 
 
 def _ar_seconds(results: Results) -> float | None:

@@ -22,10 +22,11 @@ the steady-state decoding speed-up that EWIF predicts.
 Reported per method (:mod:`ewif.results`): ``tokens_per_s`` = tokens / seconds over all
 prompts; ``speedup`` against AR of the same run; ``predicted_speedup`` = ewif's exact EWIF
 of the configuration for the measured α and pass costs; ``swi`` = tokens·c_0(1) / Σ over
-counted passes of c_i(m) — the standardized walltime improvement from the passes the run
-actually made, each priced at its own size m (Max-Gram: every proposed token one pass at
-m = 1); ``mean_accepted_length`` = tokens per target step, bonus token
-included (vLLM's convention; AR = 1); acceptance by draft position at the target,
+counted passes of c_i(m) (less a catch-up drafter's row cost per position without a row) —
+the standardized walltime improvement from the passes the run actually made, each priced
+at its own size m (Max-Gram: every proposed token one pass at m = 1);
+``mean_accepted_length`` = tokens per target step, bonus token included (vLLM's convention;
+AR = 1); acceptance by draft position at the target,
 measured ``P(position i exists and is accepted)`` (accepted count / target steps) next to
 ewif's :meth:`~ewif.cascade.Cascade.acceptance_by_position`. Greedy runs also record, per
 method, on how many prompts the output differs from AR's (0 expected: lossless), and
@@ -428,8 +429,9 @@ def _priced(
     run: PromptRun, m: Method, chain: list[HFTokenModel | Proposer], model_set: ModelSet
 ) -> PromptRun:
     """``run`` with its counted passes by size m and their standardized cost: a neural
-    model's passes as it counted them, each priced at its size; a proposer's every proposed
-    token one generating pass (m = 1)."""
+    model's passes as it counted them, each priced at its size (a catch-up drafter's less
+    its row cost for every position that returned no logit row, :mod:`ewif.pass_cost`); a
+    proposer's every proposed token one generating pass (m = 1)."""
     prices = model_set.pass_cost
     cost, counted, rows = 0.0, {}, {}
     for i, (name, x) in enumerate(zip(m.models, chain, strict=True)):
@@ -440,6 +442,9 @@ def _priced(
             sizes = np.array(sorted(x.pass_sizes))
             if sizes.size:
                 cost += float(np.asarray(prices.at(j, sizes)) @ [x.pass_sizes[s] for s in sizes])
+            if model_set.catch_up is not None and model_set.catch_up[j]:
+                rowless = x.tokens_fed - sum(x.pass_rows.values())
+                cost -= float(prices.row_cost[j]) * rowless
         else:
             counted[name] = Counter({1: int(run.stats.tokens_fed[i])})
             cost += float(run.stats.tokens_fed[i] * prices.at(j, 1))

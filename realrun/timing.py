@@ -41,15 +41,13 @@ context (the numerics search's quick bound).
 continuation, as decoding calls it; ewif charges a leaf block of ``k`` tokens as ``k``
 generating passes, so its cost is the time per proposed token.
 
-Logit rows (:func:`logit_rows`). A pass computes the LM head only for the rows it returns,
-and on a small model with a large vocabulary that head is a sizeable part of a pass (Qwen2.5
-0.5B, 152k tokens: a second row made its two-position pass 15–18 % dearer). The target's
-passes of ``m`` positions are reviews, ``m`` rows; a drafter's passes of one or two positions
-are its generating passes — its own next token, or the catch-up pass that also feeds its last
-draft token or the reviewer's bonus token — one row; of three and more, reviews (a drafter
-that reviews lower ones), ``m`` rows. So a drafter's review of a one-token draft (two
-positions, two rows) is priced one row short, and a catch-up pass of three or more positions
-(after lower drafters' tokens) ``m − 1`` rows long.
+Logit rows. A pass computes the LM head only for the rows it returns, and on a small model
+with a large vocabulary that head is a sizeable part of a pass (Qwen2.5 0.5B, 152k tokens:
+one row is 4–7.5 % of its two-position pass on llama.cpp). Every curve is timed with all
+``m`` rows, as ewif prices it (:mod:`ewif.pass_cost`, "Logit rows"), and each drafter's
+two-position pass once more with one row, paired in the same round: the difference is its
+row cost ``h`` (:meth:`FamilyTiming.row_seconds`), which ewif takes off a catch-up drafter's
+pass per position that returns no row.
 """
 
 from __future__ import annotations
@@ -187,25 +185,25 @@ class FamilyTiming:
     """What :func:`time_family` measured: every neural model's pass timing by ``m``, the
     decoder's work after a target pass returning ``m`` rows (None for a family without a
     timed target), the autoregressive reference per round (tokens, seconds), and every
-    drafter's two-position pass returning both rows (``two_rows``: seconds per round; the
-    curve's two-position pass returns one, :func:`logit_rows`)."""
+    drafter's two-position pass returning one row (``one_row``: seconds per round; the
+    curve's returns both, module docstring)."""
 
     passes: dict[str, PassTiming]
     decoder: PassTiming | None
     ar_tokens: tuple[int, ...]
     ar_seconds: tuple[float, ...]
-    two_rows: dict[str, tuple[float, ...]] = field(default_factory=dict)
+    one_row: dict[str, tuple[float, ...]] = field(default_factory=dict)
 
     def row_seconds(self, name: str) -> tuple[float, float] | None:
-        """``(h, se)``: what one more logit row adds to drafter ``name``'s pass — its
-        two-position pass with two rows against the curve's with one, over the same rounds
+        """``(h, se)``: what one more logit row adds to drafter ``name``'s pass — the curve's
+        two-position pass (two rows) against the same pass with one, over the same rounds
         (mean of the paired differences and its standard error); None when not timed."""
-        both = self.two_rows.get(name)
+        one = self.one_row.get(name)
         timing = self.passes.get(name)
-        if not both or timing is None or 2 not in timing.m or not timing.samples:
+        if not one or timing is None or 2 not in timing.m or not timing.samples:
             return None
-        one = timing.samples[timing.m.index(2)]
-        diff = np.asarray(both, dtype=float) - np.asarray(one[: len(both)], dtype=float)
+        both = timing.samples[timing.m.index(2)]
+        diff = np.asarray(both[: len(one)], dtype=float) - np.asarray(one, dtype=float)
         se = float(diff.std(ddof=1) / np.sqrt(diff.size)) if diff.size > 1 else 0.0
         return float(diff.mean()), se
 
@@ -246,14 +244,8 @@ class FamilyTiming:
             decoder,
             self.ar_tokens + other.ar_tokens,
             self.ar_seconds + other.ar_seconds,
-            {name: rounds + other.two_rows.get(name, ()) for name, rounds in self.two_rows.items()},
+            {name: rounds + other.one_row.get(name, ()) for name, rounds in self.one_row.items()},
         )
-
-
-def logit_rows(model: int, m: int) -> int:
-    """Logit rows a pass of model ``model`` (0: the target) over ``m`` positions returns in a
-    run (module docstring, "Logit rows"): ``m``, but 1 for a drafter's pass of one or two."""
-    return 1 if model > 0 and m <= 2 else m
 
 
 def time_family(
@@ -288,7 +280,7 @@ def time_family(
     np_rng = np.random.default_rng(seed)
     vocab = models[0].vocab_size
     seconds = {(i, m): [] for i in range(len(models)) for m in ms}
-    two_rows: dict[int, list[float]] = {i: [] for i in range(1, len(models)) if 2 in ms}
+    one_row: dict[int, list[float]] = {i: [] for i in range(1, len(models)) if 2 in ms}
     verify: dict[int, list[float]] = {m: [] for m in ms}
     ar_n: list[int] = []
     ar_s: list[float] = []
@@ -306,12 +298,12 @@ def time_family(
         ctx = ctxs[r % len(ctxs)]
         for model in models:  # prefill outside the clock, as a run does
             model.logits(ctx, 1)
-        # (model, m, rows): the curve's passes, each drafter's two-row pass, and None, the
-        # autoregressive reference
+        # (model, m, rows): the curve's passes (all rows), each drafter's one-row pass, and
+        # None, the autoregressive reference
         order: list[tuple[int, int, int] | None] = [
-            (i, m, logit_rows(i, m)) for i in range(len(models)) for m in ms
+            (i, m, m) for i in range(len(models)) for m in ms
         ]
-        order += [(i, 2, 2) for i in two_rows]
+        order += [(i, 2, 1) for i in one_row]
         order.append(None)
         rng.shuffle(order)
         done = {
@@ -323,8 +315,8 @@ def time_family(
             if item is None:
                 ar_n.append(int(first))
                 ar_s.append(float(second))
-            elif item[2] != logit_rows(item[0], item[1]):
-                two_rows[item[0]].append(first)
+            elif item[2] != item[1]:
+                one_row[item[0]].append(first)
             else:
                 seconds[item[:2]].append(first)
                 if second is not None:
@@ -336,7 +328,7 @@ def time_family(
         for i, model in enumerate(models)
     }
     decoder = PassTiming.of(ms, [verify[m] for m in ms])
-    rows = {models[i].name: tuple(v) for i, v in two_rows.items()}
+    rows = {models[i].name: tuple(v) for i, v in one_row.items()}
     return FamilyTiming(passes, decoder, tuple(ar_n), tuple(ar_s), rows)
 
 

@@ -40,7 +40,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from ewif import validate
-from ewif.bootstrap import LEVEL, REPLICATES, drawn_curves, expansion, prompt_draw
+from ewif.bootstrap import (
+    LEVEL,
+    REPLICATES,
+    drawn_curves,
+    drawn_row_cost,
+    expansion,
+    prompt_draw,
+)
 from ewif.cascade import Cascade
 from ewif.io import ModelSet
 from ewif.pass_cost import PassCost
@@ -153,13 +160,18 @@ class Replay:
         return float(low), float(high)
 
     def priced_speedup(self, idx: np.ndarray, curves: tuple[np.ndarray, ...]) -> float:
-        """The speed-up of prompts ``idx`` with the model set's curves replaced by ``curves``."""
-        costs = PassCost.from_curves(curves, row_cost=self.model_set.row_cost)
-        where = [self.model_set.index(name) for name in self.models]
+        """The speed-up of prompts ``idx`` with the model set's curves replaced by ``curves``
+        (its row costs drawn with them, :func:`ewif.bootstrap.drawn_row_cost`)."""
+        ms = self.model_set
+        rows = None if ms.row_cost is None else drawn_row_cost(ms, curves)
+        costs = PassCost.from_curves(curves, row_cost=rows)
+        where = [ms.index(name) for name in self.models]
         m = np.arange(1, self.prices.shape[1] + 1)
         prices = np.array([costs.at(i, m) for i in where])
         passes = self.passes[idx].sum(axis=0)
-        cost = np.sum(passes * prices) - self._rows_saved(idx).sum()
+        cost = np.sum(passes * prices)
+        if self.caught is not None:
+            cost -= float(self.caught[idx].sum(axis=0) @ costs.row_cost[where])
         return float(self.tokens[idx].sum() * costs.unit / cost)
 
 

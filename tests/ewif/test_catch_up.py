@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ewif.cascade import Cascade
+from ewif.pass_cost import max_row_cost
 from simulate.fed_positions import FedPositions
 
 CURVES3 = [[1.0, 1.1, 1.25, 1.4, 1.6, 1.7], [0.3, 0.55, 0.6, 0.7], [0.05, 0.09]]
@@ -75,6 +76,10 @@ def test_bad_row_cost() -> None:
         Cascade(alpha, None, K, cost_curve=curves, row_cost=[0.1])
     with pytest.raises(ValueError, match=r"row_cost\[1\] = 0.2 exceeds cost_per_token\[1\]"):
         Cascade(alpha, [1, 0.1], K, cost_per_token=[0, 0.1], row_cost=[0, 0.2])
+    with pytest.raises(ValueError, match=r"row_cost\[1\] = 0.2 would price model 1's one-row pass"):
+        Cascade(alpha, None, K, cost_curve=[[1.0, 1.1], [0.2, 0.3, 0.3]], row_cost=[0, 0.2])
+    assert max_row_cost([0.2, 0.3, 0.3]) == pytest.approx(0.15)
+    assert max_row_cost([0.2]) == float("inf")
     with pytest.raises(ValueError, match="rows must be at most m"):
         Cascade(alpha, None, K, cost_curve=curves).pass_cost.at_rows(1, 2, 3)
 

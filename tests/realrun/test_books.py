@@ -106,26 +106,28 @@ def test_ar_agreement_and_its_bad_input():
         books.ar_agreement(0.05, "0.05")
 
 
-def test_timing_agreement_at_the_runs_logit_rows():
-    """A drafter's in-run passes that return more rows than the timed one are set against the
-    timed pass plus the timed row cost; the target's rows are its positions."""
+def test_timing_agreement_prices_the_runs_logit_rows():
+    """A catch-up drafter's in-run passes are set against the timed all-rows pass less the
+    priced row cost of the rows they did not return; without a row cost, the timed pass."""
     in_run = {
         "CSD": {
             "t": {"3": {"passes": 40, "mean_s": 0.3, "rows": 3.0}},
-            "d": {"2": {"passes": 40, "mean_s": 0.055, "rows": 2.0}},
+            "d": {"3": {"passes": 40, "mean_s": 0.055, "rows": 1.5}},
         }
     }
     timing = {
         "t": {"m": [1, 3], "seconds": [0.1, 0.3]},
-        "d": {"m": [1, 2], "seconds": [0.04, 0.05], "row_seconds": 0.005},
+        "d": {"m": [1, 3], "seconds": [0.04, 0.0625]},
     }
-    got = books.timing_agreement(in_run, timing, 0.1, 0.1, target="t")
-    drafter = got["d"]["2"]
-    assert (drafter["run_rows"], drafter["timed_rows"]) == (2.0, 1)
-    assert drafter["error"] == pytest.approx(0.1)  # priced at one row: 10 % off
-    assert drafter["rows_matched_error"] == pytest.approx(0.0, abs=1e-12)
-    assert drafter["rows_matched_relative_error"] == pytest.approx(0.0, abs=1e-12)
+    got = books.timing_agreement(in_run, timing, 0.1, 0.1, row_seconds={"d": 0.005})
+    drafter = got["d"]["3"]
+    assert drafter["run_rows"] == 1.5
+    assert drafter["priced_mean_s"] == pytest.approx(0.0625 - 0.005 * 1.5)
+    assert drafter["error"] == pytest.approx(0.0, abs=1e-12)
+    assert drafter["relative_error"] == pytest.approx(0.0, abs=1e-12)
     target = got["t"]["3"]
-    assert (target["run_rows"], target["timed_rows"]) == (3.0, 3)
-    assert "rows_matched_error" not in target  # no row cost timed for it
-    assert "run_rows" not in books.timing_agreement(in_run, timing)["d"]["2"]  # no target named
+    assert target["run_rows"] == 3.0 and "priced_mean_s" not in target
+    unpriced = books.timing_agreement(in_run, timing)["d"]["3"]
+    assert (
+        unpriced["error"] == pytest.approx(0.055 / 0.0625 - 1) and "priced_mean_s" not in unpriced
+    )

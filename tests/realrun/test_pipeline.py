@@ -122,8 +122,14 @@ def test_timing_diagnostics_leave_the_ar_methods_passes_to_the_ar_reference(
     drafter = model_set.models[1]
     timed = model_set.metadata["timing"][drafter]
     assert timed["row_seconds_stderr"] >= 0 and math.isfinite(timed["row_seconds"])
-    for v in got[drafter].values():
-        assert v["timed_rows"] == 1 and "rows_matched_error" in v
+    unit = model_set.metadata["ar_seconds_per_token"]
+    assert model_set.row_cost[1] * unit == pytest.approx(max(timed["row_seconds"], 0.0))
+    assert model_set.row_cost[0] == 0.0
+    for size, v in got[drafter].items():
+        assert v["run_rows"] == 1.0
+        if model_set.row_cost[1]:  # priced at one row: the timed pass less its other rows
+            h = model_set.row_cost[1] * unit
+            assert v["priced_mean_s"] == pytest.approx(v["timed_mean_s"] - h * (int(size) - 1))
 
 
 def _model_set(drafter_cost: float, target_curve=(1.0, 1.9, 2.8)) -> ModelSet:

@@ -107,10 +107,13 @@ def test_swi_is_recomputed_from_counted_passes(setup, tiny_prompts):
     from simulate.decoder.cascade import CascadeDecoder
 
     out = CascadeDecoder([t, d], [[3]]).generate(tiny_prompts[0], NEW)
-    # every pass priced at its own size m on the measured curve
+    # every pass priced at its own size m on the measured curve, the catch-up drafter's
+    # less its row cost for every position that returned no logit row
     curves = {x.name: ms.cost_curve[ms.index(x.name)] for x in (t, d)}
     assert all(m <= curves[x.name].size for x in (t, d) for m in x.pass_sizes)
     cost = sum(curves[x.name][m - 1] * count for x in (t, d) for m, count in x.pass_sizes.items())
+    assert ms.catch_up[ms.index("near")] and ms.row_cost[ms.index("target")] == 0.0
+    cost -= ms.row_cost[ms.index("near")] * (d.tokens_fed - sum(d.pass_rows.values()))
     expected = len(out.tokens) * 1.0 / cost
     assert res.methods[0].swi == pytest.approx(expected)
     # the prediction is the exact EWIF of the generation the method made (Theorem FL)

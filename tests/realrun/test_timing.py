@@ -106,12 +106,10 @@ def test_every_round_times_every_pass_and_ar_once_cycling_contexts(fake_clock):
         ctx = r[0][1]
         assert r[:2] == [("target", ctx, 1), ("draft", ctx, 1)]
         timed = sorted((name, length - ctx, n) for name, length, n in r[2:] if name != "ar")
-        # a drafter's passes of 1 or 2 positions return one logit row (generation, catch-up)
-        rows = {("target", 1): 1, ("target", 2): 2, ("target", 3): 3}
-        rows |= {("draft", 1): 1, ("draft", 2): 1, ("draft", 3): 3}
-        curve = [(n, m, rows[(n, m)]) for n in ("target", "draft") for m in (1, 2, 3)]
-        # and the drafter's two-position pass once more with both rows (its row cost)
-        assert timed == sorted([*curve, ("draft", 2, 2)])
+        # the curve's passes return all their logit rows
+        curve = [(n, m, m) for n in ("target", "draft") for m in (1, 2, 3)]
+        # and the drafter's two-position pass once more with one row (its row cost)
+        assert timed == sorted([*curve, ("draft", 2, 1)])
         assert [c for c in r if c[0] == "ar"] == [("ar", ctx, 16)]
     assert got.row_seconds("draft") == pytest.approx((0.0, 0.0), abs=1e-12)
     assert got.row_seconds("target") is None
@@ -172,12 +170,12 @@ def test_sampling_verify_work_is_timed_and_bad_input_is_refused(fake_clock):
 
 
 def test_a_drafters_row_cost_is_timed_against_its_one_row_pass(fake_clock):
-    """What one more logit row adds to a drafter's pass: its two-position pass with two rows
-    against the curve's with one, paired by round; merged timings keep their rounds."""
+    """What one more logit row adds to a drafter's pass: the curve's two-position pass (two
+    rows) against the same pass with one, paired by round; merged timings keep their rounds."""
     clock, _, models, ar = family(row=0.03)
     fake_clock(clock)
     got = time_family(models, [[1] * 6], 4, ar=ar, decoding=Decoding(), rounds=3, warmup=0)
-    assert len(got.two_rows["draft"]) == 3 and "target" not in got.two_rows
+    assert len(got.one_row["draft"]) == 3 and "target" not in got.one_row
     h, se = got.row_seconds("draft")
     assert h == pytest.approx(0.03) and se == pytest.approx(0.0, abs=1e-12)
-    assert got.merged(got).two_rows["draft"] == got.two_rows["draft"] * 2
+    assert got.merged(got).one_row["draft"] == got.one_row["draft"] * 2
