@@ -11,6 +11,7 @@ import pytest
 from ewif import io
 from ewif.bootstrap import BootstrapData, prediction_interval, replicate_sets
 from ewif.cascade import Cascade
+from ewif.pass_cost import max_row_cost
 
 CURVES = [[1.0, 1.1, 1.25, 1.4], [0.12, 0.13, 0.15], [0.0]]
 TRUE_ALPHA = 0.6  # the population mean of the drafter's acceptance over prompts
@@ -136,6 +137,27 @@ def test_cost_standard_errors_widen_an_otherwise_exact_interval():
     assert noisy.high - noisy.low > 0.01
     for rep in replicate_sets(model_set(same, stderr), 20):
         assert rep.cost_curve[0][0] == 1.0 and rep.bootstrap is None  # renormalised unit
+
+
+def test_replicates_draw_the_row_cost_with_the_curves():
+    """A drafter's row cost scales as its two-position pass is drawn, and never exceeds what
+    the drawn curve admits (here set at that bound: every draw that lowers the curve's
+    binding point takes it down with it)."""
+    same = np.array([[19.0, 32.0]] * PROMPTS)
+    stderr = (np.array([0.0, 0.02, 0.03, 0.04]), np.array([0.01, 0.01, 0.01]), np.zeros(1))
+    flags, h = (False, True, False), max_row_cost(CURVES[1])
+    ms = dataclasses.replace(
+        model_set(same, stderr), catch_up=flags, row_cost=np.array([0.0, h, 0.0])
+    )
+    reps = replicate_sets(ms, 40)
+    for rep in reps:
+        assert rep.row_cost[1] <= max_row_cost(rep.cost_curve[1]) + 1e-15
+        assert rep.row_cost[0] == rep.row_cost[2] == 0.0
+        scaled = h * rep.cost_curve[1][1] / CURVES[1][1]
+        assert rep.row_cost[1] == pytest.approx(min(scaled, max_row_cost(rep.cost_curve[1])))
+    assert len({float(rep.row_cost[1]) for rep in reps}) > 1
+    iv = prediction_interval(ms, ["t", "d"], [[2]], replicates=50)
+    assert iv.low <= iv.point <= iv.high
 
 
 def test_bootstrap_round_trips_through_a_file(tmp_path):
