@@ -42,7 +42,8 @@ so ``U`` at the start of step ``s + 1`` is the exit tail of step ``s``, which de
 ``π(u) = Σ_t exit[t, u]`` reached after one step, and by renewal–reward the expected passes
 of ``i`` per step with ``m`` positions are ``(π ⊛ first)[m] + rest[m]``. Tokens do not
 change; the pass count does not change; only ``m`` grows (never shrinks), so with costs
-non-decreasing in ``m`` the EWIF with catch-up is at most the plain one. ``k = 1`` SD: the
+non-decreasing in ``m`` the EWIF with catch-up is at most the plain one (with a row cost
+``h``, :mod:`ewif.pass_cost`, when ``c(m) − h·m`` is non-decreasing). ``k = 1`` SD: the
 drafter's cost per step is ``α·c₁(2) + (1 − α)·c₁(1)``.
 
 Exactness rests on one assumption, true for greedy verification and for speculative sampling

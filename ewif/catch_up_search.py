@@ -38,11 +38,13 @@ _FIRST_ROUND = 32
 
 def catch_up_bound(curve: np.ndarray, slope: float, h: float) -> np.ndarray:
     """``b(r) = h·r + min_{m >= r} (c(m) − h·m)`` for ``r = 1..M + 1`` (module docstring):
-    the measured table ``c(1..M)``, its extension slope ``slope >= h`` and row cost ``h``."""
+    the measured table ``c(1..M)``, its extension slope ``slope >= h`` and row cost ``h``.
+    ``b >= 0`` since ``h`` is at most :func:`ewif.pass_cost.max_row_cost`; at that bound the
+    sum can round a few ulps below 0, which is taken to 0."""
     y = np.asarray(curve, dtype=float)
     y = np.append(y, y[-1] + slope)
     m = np.arange(1, y.size + 1)
-    return h * m + np.minimum.accumulate((y - h * m)[::-1])[::-1]
+    return np.maximum(h * m + np.minimum.accumulate((y - h * m)[::-1])[::-1], 0.0)
 
 
 def bounding_set(model_set: ModelSet, flags: Sequence[bool]) -> ModelSet:
