@@ -103,11 +103,9 @@ class _Script:
         return v
 
 
-def _brute_force(alpha, K, fill, catch_up, price) -> list[dict[int, float]]:
-    """Exact expected passes by m of the second step (after one warm-up step), by
-    enumerating every acceptance outcome of both steps of the explicit-sequence player."""
-
-    totals: list[dict[int, float]] = [{} for _ in range(len(K) + 1)]
+def _second_steps(alpha, K, fill, catch_up, price):
+    """Every acceptance outcome of two steps of the explicit-sequence player (a warm-up step,
+    then the one counted): yields ``(probability, player)`` after the second step."""
     stack: list[tuple[bool, ...]] = [()]
     while stack:
         script = _Script(stack.pop())
@@ -118,10 +116,15 @@ def _brute_force(alpha, K, fill, catch_up, price) -> list[dict[int, float]]:
             player.step(seq)
         except _More as more:
             p = more.args[0]
-            branches = ((True, p), (False, 1 - p))
-            stack += [(*script.outcomes, v) for v, q in branches if q > 0]
+            stack += [(*script.outcomes, v) for v, q in ((True, p), (False, 1 - p)) if q > 0]
             continue
-        weight = script.weight
+        yield script.weight, player
+
+
+def _brute_force(alpha, K, fill, catch_up, price) -> list[dict[int, float]]:
+    """Exact expected passes by m of the second step, every outcome enumerated."""
+    totals: list[dict[int, float]] = [{} for _ in range(len(K) + 1)]
+    for weight, player in _second_steps(alpha, K, fill, catch_up, price):
         for i, counts in enumerate(player.step_sizes):
             for m, n in counts.items():
                 totals[i][m] = totals[i].get(m, 0.0) + weight * n
@@ -138,23 +141,8 @@ BRUTE = [
 
 
 def _brute_force_step_cost(alpha, K, fill, catch_up, price) -> float:
-    """Exact expected cost of the second step (after one warm-up step), by enumerating every
-    acceptance outcome of both steps of the explicit-sequence player."""
-    total = 0.0
-    stack: list[tuple[bool, ...]] = [()]
-    while stack:
-        script = _Script(stack.pop())
-        player = FedPositions(alpha, K, fill, catch_up, price, draw=script.draw)
-        try:
-            seq = player.start()
-            player.step(seq)
-            player.step(seq)
-        except _More as more:
-            p = more.args[0]
-            stack += [(*script.outcomes, v) for v, q in ((True, p), (False, 1 - p)) if q > 0]
-            continue
-        total += script.weight * player.step_cost
-    return total
+    """Exact expected cost of the second step, every outcome enumerated."""
+    return sum(w * player.step_cost for w, player in _second_steps(alpha, K, fill, catch_up, price))
 
 
 @pytest.mark.parametrize("alpha,K,fill", BRUTE)
