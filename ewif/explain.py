@@ -33,8 +33,11 @@ def autoregressive_line(what: str, ewif: float) -> str:
 
 def review_sizes(cascade: Cascade) -> list[dict[str, Any]]:
     """Per model with passes: passes per target step, the range and mean of ``m`` over its
-    passes, the expected cost of those passes, and the exact pmf of ``m`` (``pmf[m]``)."""
+    passes, the expected cost of those passes per step (a catch-up drafter's less the logit
+    rows it does not return, :meth:`~ewif.cascade.Cascade.model_step_costs`), and the exact
+    pmf of ``m`` (``pmf[m]``)."""
     out = []
+    costs = cascade.model_step_costs()
     for s in cascade.pass_sizes():
         if s.passes <= 0:
             continue
@@ -46,7 +49,7 @@ def review_sizes(cascade: Cascade) -> list[dict[str, Any]]:
                 "m_min": int(support[0]),
                 "m_max": int(support[-1]),
                 "m_mean": s.mean_m,
-                "cost": s.total_cost,
+                "cost": float(costs[s.model]),
                 "m_pmf": s.pmf.tolist(),
             }
         )

@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ewif.cascade import Cascade
+from ewif.explain import review_sizes
 from ewif.pass_cost import max_row_cost
 from simulate.fed_positions import FedPositions
 
@@ -61,6 +62,8 @@ def test_sd_closed_form_with_row_cost(alpha: float, k: int) -> None:
     assert c.model_step_costs()[1] == pytest.approx(drafter, rel=1e-14, abs=1e-15)
     assert c.catch_up_positions(1) == pytest.approx(full, rel=1e-14, abs=1e-15)
     assert c.logit_rows(1) == pytest.approx(k, rel=1e-14)
+    shown = review_sizes(c)  # what `csd recommend` prints per model adds up to the step cost
+    assert sum(r["cost"] for r in shown) == pytest.approx(c.expected_cost(), rel=1e-14)
     if k == 1:
         assert drafter == pytest.approx(alpha * (0.35 - h) + (1 - alpha) * 0.2, rel=1e-14)
 
