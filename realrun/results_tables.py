@@ -71,6 +71,7 @@ def format_results(results: Results) -> str:
             f"AR measured {ar.tokens_per_s:.3f} tokens/s; {what} predicts {predicted:.3f} "
             f"tokens/s ({100 * (ar.tokens_per_s / predicted - 1):+.1f}%)"
         )
+    rows.extend(row_cost_lines(ms_meta))
     for name, v in results.metadata.get("prediction_with_run_acceptance", {}).items():
         rows.append(
             f"{name}: with the run's own acceptance rates ewif predicts "
@@ -154,6 +155,30 @@ def format_results(results: Results) -> str:
     return "\n".join(rows)
 
 
+def row_cost_lines(model_set: dict) -> list[str]:
+    """One line per drafter whose logit rows the model set prices (``row_cost``, a stored
+    model set as a mapping): the row's cost in AR tokens and as timed, with its error."""
+    timing = (model_set.get("metadata") or {}).get("timing") or {}
+    row_cost = model_set.get("row_cost")
+    if not row_cost:
+        return []
+    lines = []
+    for name, h in zip(model_set["models"], row_cost, strict=True):
+        if h:
+            t = timing.get(name) or {}
+            timed = (
+                f" ({1000 * t['row_seconds']:.2f} ± {1000 * t['row_seconds_stderr']:.2f} ms as "
+                "timed)"
+                if "row_seconds" in t
+                else ""
+            )
+            lines.append(
+                f"{name}: one logit row costs {h:.4f} AR tokens{timed}, taken off each "
+                "catch-up position (it returns none)"
+            )
+    return lines
+
+
 def wall_time_lines(split: dict) -> list[str]:
     """Per method: where its wall time went (:mod:`realrun.books`), the residual flagged when
     above the threshold, and the mean against the median of its most frequent pass sizes."""
@@ -208,4 +233,4 @@ def format_model_set(model_set: ModelSet) -> str:
             if not np.isnan(mat[r, j])
         ]
         rows.append(f"alpha (lenience {lenience:g}): " + ", ".join(pairs))
-    return "\n".join(rows)
+    return "\n".join([*rows, *row_cost_lines(model_set.to_dict())])

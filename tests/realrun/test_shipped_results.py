@@ -73,4 +73,15 @@ def test_timing_diagnostics_are_the_current_codes(path):
     assert now == {key: run.metadata[key] for key in now}  # floats survive JSON exactly
     report = format_results(run)
     assert "AR: target passes in the run" not in report
+    priced = (
+        [  # the report names every priced row cost, with what the harness timed
+            f"{name}: one logit row costs {h:.4f} AR tokens"
+            for name, h in zip(model_set.models, model_set.row_cost, strict=True)
+            if h
+        ]
+        if model_set.row_cost is not None
+        else []
+    )
+    assert all(line in report for line in priced)
+    assert report.count("one logit row costs") == len(priced)
     assert f"({100 * (1 / (1 + now['ar_agreement']['error']) - 1):+.1f}%)" in report
