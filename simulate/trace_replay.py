@@ -111,13 +111,16 @@ class Replay:
     @property
     def cost(self) -> np.ndarray:
         """``C_p``: the mean cost of prompt ``p``'s replays."""
-        return np.einsum("pim,im->p", self.passes, self.prices) - self._rows_saved(slice(None))
+        return np.einsum("pim,im->p", self.passes, self.prices) - self._rows_saved(
+            slice(None), self.row_cost
+        )
 
-    def _rows_saved(self, idx) -> np.ndarray:
-        """``Σ_i caught[p, i]·row_cost[i]`` of the prompts ``idx``."""
-        if self.caught is None or self.row_cost is None:
+    def _rows_saved(self, idx, row_cost: np.ndarray | None) -> np.ndarray:
+        """``Σ_i caught[p, i]·row_cost[i]`` of the prompts ``idx`` (row costs of the
+        configuration's models)."""
+        if self.caught is None or row_cost is None:
             return np.zeros(self.tokens[idx].size)
-        return self.caught[idx] @ self.row_cost
+        return self.caught[idx] @ row_cost
 
     @property
     def speedup(self) -> float:
@@ -169,9 +172,7 @@ class Replay:
         m = np.arange(1, self.prices.shape[1] + 1)
         prices = np.array([costs.at(i, m) for i in where])
         passes = self.passes[idx].sum(axis=0)
-        cost = np.sum(passes * prices)
-        if self.caught is not None:
-            cost -= float(self.caught[idx].sum(axis=0) @ costs.row_cost[where])
+        cost = np.sum(passes * prices) - self._rows_saved(idx, costs.row_cost[where]).sum()
         return float(self.tokens[idx].sum() * costs.unit / cost)
 
 
