@@ -51,7 +51,7 @@ R_i)``: ``P_i(u)`` is ``ĉ_i(u)`` with the identity curve ``c(m) = m`` (the posi
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -121,7 +121,9 @@ def _entry_costs(cascade: Cascade, i: int, step: Feed) -> np.ndarray:
     return priced - h * (positions - cascade.logit_rows(i))
 
 
-def _entry_sums(cascade_K: object, i: int, step: Feed, price) -> np.ndarray:
+def _entry_sums(
+    K: object, i: int, step: Feed, price: Callable[[np.ndarray], np.ndarray]
+) -> np.ndarray:
     """``Σ`` over a step's passes of ``price(m)`` by the tail ``u`` it enters with: the first
     pass feeds ``u + q``; in the first step (``u = 0``) ``q + 1`` if it leads, else ``q``."""
     rest = float(step.rest[1:] @ price(np.arange(1, step.rest.size))) if step.rest.size > 1 else 0.0
@@ -129,9 +131,7 @@ def _entry_sums(cascade_K: object, i: int, step: Feed, price) -> np.ndarray:
     out = np.zeros(max(step.exit.shape[1], 2))
     for u in range(1, out.size):
         out[u] = float(step.first @ price(u + q)) + rest
-    out[0] = (
-        out[1] if first_pass_leads(cascade_K, i) else float(step.first[1:] @ price(q[1:])) + rest
-    )
+    out[0] = out[1] if first_pass_leads(K, i) else float(step.first[1:] @ price(q[1:])) + rest
     return out
 
 

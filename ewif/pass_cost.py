@@ -114,12 +114,12 @@ class PassCost:
             )
         h = _row_cost(row_cost, len(table))
         for i, (y, hi) in enumerate(zip(table, h, strict=True)):
-            if hi > max_row_cost(y):
+            if hi > (limit := max_row_cost(y)):
                 m = 2 + int(np.argmin(y[1:] / np.arange(1, y.size)))
                 raise ValueError(
                     f"row_cost[{i}] = {hi:g} would price model {i}'s one-row pass over m = {m} "
                     f"positions below zero (c({m}) = {y[m - 1]:g} < h·(m − 1)); it must be at "
-                    f"most {max_row_cost(y):g}"
+                    f"most {limit:g}"
                 )
         last = [float(y[-1] - y[-2]) if y.size > 1 else 0.0 for y in table]
         slope = np.maximum(np.maximum(last, 0.0), h)

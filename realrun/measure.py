@@ -230,24 +230,29 @@ class Costs:
         (a one-row pass would cost less than nothing) — is taken to that bound, and
         :meth:`row_cost_bounds` names it."""
         out = np.zeros(len(self.names))
-        for i, name in enumerate(self.names[1:], start=1):
-            row = self.family.row_seconds(name)
-            if row is not None:
-                out[i] = min(max(row[0] / self.unit_seconds, 0.0), max_row_cost(self.curves[i]))
+        for i, _, h, limit in self._measured_row_costs():
+            out[i] = min(max(h, 0.0), limit)
         return out
 
     def row_cost_bounds(self) -> dict[str, str]:
         """The drafters whose measured row cost :attr:`row_cost` took to a bound, and why."""
         out = {}
-        for i, name in enumerate(self.names[1:], start=1):
-            row = self.family.row_seconds(name)
-            if row is None:
-                continue
-            h, limit = row[0] / self.unit_seconds, max_row_cost(self.curves[i])
+        for _, name, h, limit in self._measured_row_costs():
             if h < 0:
                 out[name] = f"measured {h:.4g} < 0: no row cost priced"
             elif h > limit:
                 out[name] = f"measured {h:.4g} > {limit:.4g}, what the curve admits: priced at it"
+        return out
+
+    def _measured_row_costs(self) -> list[tuple[int, str, float, float]]:
+        """``(index, name, h, limit)`` of every drafter whose row cost was timed: ``h`` in
+        the curves' unit as measured, ``limit`` what its curve admits."""
+        curves = self.curves
+        out = []
+        for i, name in enumerate(self.names[1:], start=1):
+            row = self.family.row_seconds(name)
+            if row is not None:
+                out.append((i, name, row[0] / self.unit_seconds, max_row_cost(curves[i])))
         return out
 
     def curve_stderr(self) -> tuple[np.ndarray, ...]:
