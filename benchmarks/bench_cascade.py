@@ -26,10 +26,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ewif.cascade import Cascade
-from ewif.presets import load_preset
-from ewif.search import optimize
-from ewif.space import paper_bounds
+from ewif.files.presets import load_preset
+from ewif.search.optimizer import optimize
+from ewif.search.space import paper_bounds
 
 
 def main(sample: int = 2000) -> None:
@@ -38,7 +37,7 @@ def main(sample: int = 2000) -> None:
     times = []
     for _ in range(500):
         t = time.perf_counter()
-        Cascade.from_model_set(ms, K=K, lenience=3).ewif()
+        ms.to_cascade(K=K, lenience=3).ewif()
         times.append(time.perf_counter() - t)
     med = statistics.median(times) * 1e3
     print(
@@ -74,7 +73,7 @@ def main(sample: int = 2000) -> None:
         k11, k12, k22 = rng.integers(1, 31, size=3)
         lenience = float(rng.choice(ms.leniences))
         Kc = [[k11, k12, 10], [0, k22, 10], [0, 0, 10]]
-        best = max(best, Cascade.from_model_set(ms, K=Kc, lenience=lenience).ewif())
+        best = max(best, ms.to_cascade(K=Kc, lenience=lenience).ewif())
     per = (time.perf_counter() - t) / sample
     brute = per * res.n_configurations
     print(

@@ -16,8 +16,8 @@ import platform
 
 import numpy as np
 
-from ewif.cascade import Cascade
-from ewif.presets import load_preset
+from ewif.files.presets import load_preset
+from ewif.kernel.cascade import Cascade
 from simulate.bernoulli import simulate
 from simulate.loop_reference import simulate_loop
 
@@ -31,7 +31,7 @@ def cascades() -> dict[str, Cascade]:
     a[2, 3] = 0.65
     small = Cascade(a, [1.0, 0.1, 0.03, 0.0], [[2, 2, 5], [0, 3, 5], [0, 0, 5]])
     return {
-        "flan-t5-ms cascade section": Cascade.from_model_set(ms),
+        "flan-t5-ms cascade section": ms.to_cascade(),
         "K=[[2,2,5],[0,3,5],[0,0,5]]": small,
     }
 

@@ -5,7 +5,7 @@ or the files given) carries its model set, its measured speed-ups and, per metho
 acceptance the run itself saw. For every speculative method this prints, side by side:
 
 * ``paper`` — EWIF with the paper's pass sizes (leaf passes ``m = 1``), what the run shipped;
-* ``catch-up`` — the same with every timed drafter's catch-up pass (:mod:`ewif.catch_up`);
+* ``catch-up`` — the same with every timed drafter's catch-up pass (:mod:`ewif.kernel.catch_up`);
 * both again with the run's acceptance at draft position 1 (single-drafter ``K = [[k]]`` only;
   for ``k > 1`` this differs from the accepted/reviewed ratio over all positions that
   ``csd realrun`` uses in ``metadata.prediction_with_run_acceptance``);
@@ -29,8 +29,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ewif.cascade import Cascade
-from ewif.io import ModelSet
+from ewif.files.model_set import ModelSet
+from ewif.kernel.cascade import Cascade
 
 DATA = Path(__file__).resolve().parent.parent / "realrun" / "data"
 COLUMNS = ("paper", "catch_up", "paper_run_alpha", "catch_up_run_alpha", "swi")
@@ -59,15 +59,14 @@ def rows_of(path: Path) -> list[dict]:
             continue
         cfg = method["config"]
         chosen = [flags[model_set.index(m)] for m in cfg["models"]]
-        paper = Cascade.from_model_set(
-            model_set,
+        paper = model_set.to_cascade(
             cfg["models"],
             np.array(cfg["K"]),
             cfg["lenience"],
             catch_up=[False] * len(chosen),
         )
-        caught = Cascade.from_model_set(
-            model_set, cfg["models"], np.array(cfg["K"]), cfg["lenience"], catch_up=chosen
+        caught = model_set.to_cascade(
+            cfg["models"], np.array(cfg["K"]), cfg["lenience"], catch_up=chosen
         )
         row = {
             "run": path.stem,

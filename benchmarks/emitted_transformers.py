@@ -41,7 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import fetch_weights
 import torch
 
-from ewif import io as model_io
+from ewif.files import model_set as model_io
 from realrun.baselines import hf_generate
 from realrun.loading import load_model
 from realrun.pipeline import cpu_description, split_prompts

@@ -1,8 +1,8 @@
 """Does ranking by the endless EWIF pick the configuration a short generation wants?
 
-The optimizer (:func:`ewif.search.optimize`) ranks configurations by the renewal–reward EWIF
-of an endless generation; a run's requests stop at ``max_new_tokens``, where Theorem FL
-(:mod:`ewif.finite_length`) gives the exact speed-up. For every shipped run's model set
+The optimizer (:func:`ewif.search.optimizer.optimize`) ranks configurations by the renewal–reward
+EWIF of an endless generation; a run's requests stop at ``max_new_tokens``, where Theorem FL
+(:mod:`ewif.kernel.finite_length`) gives the exact speed-up. For every shipped run's model set
 (``realrun/data/cpu_results_*.json``) this takes the recommendation's exact top ``--top``
 configurations by the endless EWIF, evaluates each at ``--max-new-tokens`` and reports the
 best of them by that finite-length EWIF: its rank in the endless order and what choosing
@@ -17,9 +17,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from ewif import results as results_io
-from ewif.io import ModelSet
-from ewif.recommendation import recommend
+from ewif.files import results as results_io
+from ewif.files.model_set import ModelSet
+from ewif.search.recommendation import recommend
 
 DATA = Path(__file__).resolve().parent.parent / "realrun" / "data"
 

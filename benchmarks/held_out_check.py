@@ -27,10 +27,9 @@ import fetch_weights
 import numpy as np
 from retrace import acceptance_on, run_family
 
-from ewif import results as results_io
-from ewif.bootstrap import BootstrapData
-from ewif.cascade import Cascade
-from ewif.io import ModelSet
+from ewif.files import results as results_io
+from ewif.files.bootstrap_data import BootstrapData
+from ewif.files.model_set import ModelSet
 from realrun.side_by_side import method_lengths
 from simulate.trace_replay import replay
 
@@ -69,9 +68,7 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             c = m.config
             K = np.array(c["K"])
-            iid = Cascade.from_model_set(held, c["models"], K, c["lenience"]).ewif(
-                method_lengths(run, m.name)
-            )
+            iid = held.to_cascade(c["models"], K, c["lenience"]).ewif(method_lengths(run, m.name))
             traced = replay(held, c["models"], K, c["lenience"], repeats=1 if greedy else 10)
             rows[m.name] = {
                 "measured": m.speedup,

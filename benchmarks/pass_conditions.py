@@ -3,7 +3,7 @@
 The timing harness (:func:`realrun.timing.time_family`) then priced a model's pass by ``m``
 alone, timed in shuffled rounds after a cache crop, with one logit row for a drafter's pass
 of one or two positions and ``m`` beyond (it now times all rows and prices the row cost
-apart, :mod:`ewif.pass_cost`). A run's passes differ from that in three ways; this
+apart, :mod:`ewif.kernel.pass_cost`). A run's passes differ from that in three ways; this
 measures each one side by side, in shuffled rounds over random contexts of 80–160 tokens,
 for the Qwen2.5-Coder 1.5B target and 0.5B drafter on llama.cpp (Q4_K_M as stored), the
 pair whose drafter showed the largest in-run gap on the shipped AMX run:

@@ -65,9 +65,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import fetch_weights
 
-from ewif.batch import batch_ratio
-from ewif.cascade import Cascade
-from ewif.io import ModelSet
+from ewif.files.model_set import ModelSet
+from ewif.kernel.cascade import Cascade
+from ewif.predict.batch import batch_ratio
 from realrun.commands.measure import threads_arg
 from realrun.engine_metrics import SIMPLE_STATS, iid_alpha
 from realrun.llamacpp_model import program_flags
@@ -264,7 +264,7 @@ def run_peers(
 def predict_draft_sd(model_set: ModelSet, drafter: str, k: int) -> float:
     """ewif's speed-up of llama.cpp's draft-model SD (module docstring: SD ``K = [[k]]`` plus
     the drafter's pass over the target's ``k + 1`` verification positions): batch-aware SD
-    at one row with llama.cpp's drafting (:func:`ewif.batch.batch_ratio`)."""
+    at one row with llama.cpp's drafting (:func:`ewif.predict.batch.batch_ratio`)."""
     return batch_ratio(model_set, drafter, k, 1, catch_up=False, drafting="reevaluate")
 
 

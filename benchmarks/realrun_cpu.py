@@ -40,7 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import fetch_weights
 
-from ewif import results as results_io
+from ewif.files import results as results_io
 from realrun.commands.measure import threads_arg
 from realrun.pipeline import run_pipeline
 from realrun.results_tables import format_results

@@ -34,10 +34,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ewif import results as results_io
-from ewif.cascade import Cascade
-from ewif.io import ModelSet
-from ewif.results import Results
+from ewif.files import results as results_io
+from ewif.files.model_set import ModelSet
+from ewif.files.results import Results
 from realrun.pipeline import median_prediction_error, timing_diagnostics
 from realrun.side_by_side import (
     interval_coverage,
@@ -60,8 +59,8 @@ def repredicted(run: Results, model_set: ModelSet) -> Results:
     methods = []
     for m in run.methods:
         if m.kind in ("sd", "csd"):
-            cascade = Cascade.from_model_set(
-                model_set, m.config["models"], np.array(m.config["K"]), m.config["lenience"]
+            cascade = model_set.to_cascade(
+                m.config["models"], np.array(m.config["K"]), m.config["lenience"]
             )
             m = replace(m, predicted_speedup=cascade.ewif(method_lengths(run, m.name)))
         methods.append(m)

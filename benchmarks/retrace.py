@@ -7,8 +7,8 @@ themselves, which :mod:`simulate.trace_replay` replays. On a machine with the ru
 acceptances are deterministic, so this script measures them again on the file's measuring
 prompts (:func:`realrun.measure.measure_acceptance`, the run's decoding and
 ``max_new_tokens``) and stores them only if every prompt's sum and length equal the stored
-ones exactly — the check :class:`ewif.bootstrap.BootstrapData` makes; otherwise it says which
-pair differs and writes nothing. No timing: the machine may be busy.
+ones exactly — the check :class:`ewif.files.bootstrap_data.BootstrapData` makes; otherwise it says
+which pair differs and writes nothing. No timing: the machine may be busy.
 
 Run: ``.venv/bin/python benchmarks/retrace.py FILE [FILE ...] [--write]`` (after
 ``benchmarks/fetch_weights.py``).
@@ -25,9 +25,9 @@ import fetch_weights
 import numpy as np
 from realrun_cpu import FAMILIES
 
-from ewif import results as results_io
-from ewif.bootstrap import BootstrapData
-from ewif.io import ModelSet
+from ewif.files import results as results_io
+from ewif.files.bootstrap_data import BootstrapData
+from ewif.files.model_set import ModelSet
 from realrun.family import Family, load_family, set_threads
 from realrun.measure import Acceptance, measure_acceptance
 from realrun.prompts import encode, load_prompts

@@ -23,7 +23,7 @@ given (default 2), greedy:
    drifting machine hits both alike. Measured: decode throughput (the server's own
    generation timings; what ewif predicts), end-to-end throughput, and ``/metrics`` (the
    server's speculative counters, saved as captured).
-4. **Predict**: :func:`ewif.batch.batch_ratio` with llama.cpp's drafting
+4. **Predict**: :func:`ewif.predict.batch.batch_ratio` with llama.cpp's drafting
    (``drafting="reevaluate"``) on the batched curves; and again with the acceptance the
    server itself counted (the cost model alone).
 5. **Round trip**: one server at ``B = 1`` on the held-out prompts without ignoring EOS, its
@@ -56,8 +56,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import fetch_weights
 
-from ewif import io as model_io
-from ewif.batch import batch_ratio
+from ewif.files import model_set as model_io
+from ewif.predict.batch import batch_ratio
 from realrun.batched import measure_batch_costs
 from realrun.engine_metrics import acceptance, parse_counters
 from realrun.llama_server import LlamaServer, synchronized_rounds

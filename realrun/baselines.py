@@ -32,7 +32,7 @@ from typing import Any
 import torch
 from transformers import DynamicCache, GenerationConfig, PreTrainedModel
 
-from ewif import validate
+from ewif.base import validate
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ one logit row in all (the pass llama.cpp's server makes when it re-evaluates the
 batch on the drafter), all passes in one shuffled order per round (interleaved, as
 :func:`realrun.timing.time_family`, so a drifting machine hits every point alike), the
 **mean** of the rounds with its standard error; :func:`batch_costs` turns the seconds into
-:class:`ewif.batch.BatchCosts` in a model set's unit.
+:class:`ewif.files.batch_costs.BatchCosts` in a model set's unit.
 """
 
 from __future__ import annotations
@@ -39,8 +39,8 @@ from typing import Protocol
 
 import numpy as np
 
-from ewif import validate
-from ewif.batch import BatchCosts
+from ewif.base import validate
+from ewif.files.batch_costs import BatchCosts
 from realrun.timing import PassTiming, grid
 
 
@@ -283,8 +283,8 @@ def measure_batch_costs(
     rounds: int = 5,
     progress: Callable[[], object] | None = None,
 ) -> tuple[BatchCosts, BatchedTiming]:
-    """:class:`~ewif.batch.BatchCosts` of a family (``models``: target first; proposers get
-    flat zero curves) for every ``B`` of ``sizes`` over ``contexts``, in units of
+    """:class:`~ewif.files.batch_costs.BatchCosts` of a family (``models``: target first; proposers
+    get flat zero curves) for every ``B`` of ``sizes`` over ``contexts``, in units of
     ``unit_seconds`` (the model set's AR token), with the timings behind them."""
     from simulate.decoder.interface import TokenModel
 
@@ -303,7 +303,7 @@ def measure_batch_costs(
 
 
 def batch_costs(timed: BatchedTiming, names: Sequence[str], unit_seconds: float) -> BatchCosts:
-    """The :class:`~ewif.batch.BatchCosts` of ``timed`` for the models ``names`` (target
+    """The :class:`~ewif.files.batch_costs.BatchCosts` of ``timed`` for the models ``names`` (target
     first; a model without batched timings — a proposer — gets a flat zero curve, since
     ewif prices proposers row by row) in units of ``unit_seconds``; the re-evaluation curves
     where a drafter has them (elsewhere the ordinary curve)."""

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from tqdm.auto import tqdm
 
-from ewif import validate
+from ewif.base import validate
 from realrun.vocabulary import vocabulary_fingerprint
 
 if TYPE_CHECKING:

@@ -162,7 +162,7 @@ def timing_agreement(
     ``metadata.timing``, interpolated on its grid, all logit rows), less ``h·(m − rows)``
     where the run recorded its passes' mean logit rows (``run_rows``) and ``row_seconds``
     gives the model's priced row cost ``h`` in seconds (a catch-up drafter's,
-    :mod:`ewif.pass_cost`; then ``priced_mean_s``). ``{model: {m: {passes, run_mean_s,
+    :mod:`ewif.kernel.pass_cost`; then ``priced_mean_s``). ``{model: {m: {passes, run_mean_s,
     timed_mean_s, error, …}}}`` with ``error = run/priced − 1``, for sizes with at least
     :data:`MIN_PASSES` passes. Given the seconds of one AR token in the run (``run_ar_s``)
     and in the measuring phase (``timed_ar_s``), also ``relative_error``: the same comparison

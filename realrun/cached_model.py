@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ewif import validate
+from ewif.base import validate
 from realrun.counters import PassCounters, TimingHook
 
 

@@ -72,11 +72,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ewif import validate
-from ewif.io import ModelSet
+from ewif.base import validate
+from ewif.files.model_set import ModelSet
 
 if TYPE_CHECKING:
-    from ewif.batch import BatchCosts
+    from ewif.files.batch_costs import BatchCosts
 
 #: ``--engine`` choices (``auto``: recognised by content).
 ENGINES = ("auto", "vllm", "llama.cpp", "sglang")
@@ -264,7 +264,7 @@ class Acceptance:
 
 def format_acceptance(acc: Acceptance, files: Sequence[str], names: Sequence[str]) -> str:
     """The human table of ``csd measure --from-metrics``."""
-    from ewif.text_table import table
+    from ewif.base.text_table import table
 
     c = acc.counters
     pct = f"{100 * acc.level:g}%"
@@ -448,7 +448,7 @@ def parse_prometheus(text: str, source: str = "metrics") -> list[Sample]:
 def parse_cost_curves(specs: Sequence[str]) -> dict[str, list[float]]:
     """``--cost-curve NAME=C1,C2,...`` (repeatable): model ``NAME``'s pass cost over
     ``m = 1, 2, ...`` positions in units of the target's one-position pass (the target's
-    curve starts at 1; beyond the last point the curve continues as :mod:`ewif.pass_cost`
+    curve starts at 1; beyond the last point the curve continues as :mod:`ewif.kernel.pass_cost`
     says). Each NAME once; every value a finite number >= 0."""
     given = validate.name_values("--cost-curve", specs, "NAME=C1,C2,... (costs for m = 1, 2, ...)")
     out: dict[str, list[float]] = {}
@@ -462,7 +462,7 @@ def curves_from_file(path: str | Path, names: Sequence[str]) -> tuple[list[list[
     """The measured cost curves of ``names`` (target first) from a model-set file whose target
     is ``names[0]``, and what the file says of them (timing, catch-up flags, batched cost
     curves)."""
-    from ewif import io as model_io
+    from ewif.files import model_set as model_io
 
     ms = model_io.load(path)
     if ms.cost_curve is None:
@@ -478,7 +478,7 @@ def curves_from_file(path: str | Path, names: Sequence[str]) -> tuple[list[list[
     if ms.catch_up is not None:
         extra["catch_up"] = [ms.catch_up[i] for i in idx]
     if ms.batch_costs is not None:
-        from ewif.batch import BatchCosts
+        from ewif.files.batch_costs import BatchCosts
 
         extra["batch_costs"] = BatchCosts(
             {b: tuple(c[i] for i in idx) for b, c in ms.batch_costs.curves.items()}

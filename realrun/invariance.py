@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ewif import validate
+from ewif.base import validate
 from simulate.decoder.interface import TokenModel
 
 

@@ -3,7 +3,7 @@
 :class:`LlamaServer` starts the server program with the flags given (``-np B`` parallel
 slots, speculation flags or none), waits until ``/health`` answers, and stops it; the host
 is always ``127.0.0.1`` and the port a free one. :func:`synchronized_rounds` measures it the
-way :mod:`ewif.batch` models a batch: in every round ``B`` clients send one completion
+way :mod:`ewif.predict.batch` models a batch: in every round ``B`` clients send one completion
 request each at the same moment (a barrier), each with its own prompt as token ids, greedy,
 ``n_predict`` tokens with EOS ignored, no prompt cache reuse; the server runs the ``B`` rows
 in lock-step. Per round it records the client wall time and, per request, the server's own
@@ -12,8 +12,8 @@ timings (``prompt_ms``, ``predicted_n``, ``predicted_ms`` and, when speculating,
 
 Throughput. The *decode* throughput of a round is ``Σ predicted_n / max predicted_ms`` — the
 steady-state generation speed of ``B`` rows, prompt processing excluded, which is what
-:func:`ewif.batch.batch_ratio` predicts; the *end-to-end* throughput ``Σ predicted_n / wall``
-includes prompt processing and the HTTP round trip. Both are summed over rounds (tokens over
+:func:`ewif.predict.batch.batch_ratio` predicts; the *end-to-end* throughput ``Σ predicted_n /
+wall`` includes prompt processing and the HTTP round trip. Both are summed over rounds (tokens over
 seconds). ``/metrics`` (Prometheus text, ``--metrics``) is captured after the rounds: the
 server's own speculative counters (``llamacpp:spec_decode_*``).
 """
@@ -34,7 +34,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ewif import validate
+from ewif.base import validate
 
 HOST = "127.0.0.1"
 

@@ -44,7 +44,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ewif import validate
+from ewif.base import validate
 from realrun.cached_model import CachedTokenModel
 from realrun.counters import TimingHook
 from realrun.vocabulary import check_gguf_vocabularies

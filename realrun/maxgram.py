@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
-from ewif import validate
+from ewif.base import validate
 from realrun.bigram import BigramTable
 
 if TYPE_CHECKING:

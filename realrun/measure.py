@@ -1,6 +1,6 @@
 """Measure what ewif needs on real models: acceptance α[r][j] and cost coefficients c_i(m).
 
-Everything is written as one ``csd.models/5`` model set (:mod:`ewif.io`), which
+Everything is written as one ``csd.models/5`` model set (:mod:`ewif.files.model_set`), which
 ``csd recommend --from FILE`` and ``csd realrun`` read.
 
 Acceptance (teacher-forced on the **target's** continuations)
@@ -54,10 +54,10 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 from tqdm.auto import tqdm
 
-from ewif import validate
-from ewif.bootstrap import BootstrapData
-from ewif.io import ModelSet
-from ewif.pass_cost import max_row_cost
+from ewif.base import validate
+from ewif.files.bootstrap_data import BootstrapData
+from ewif.files.model_set import ModelSet
+from ewif.kernel.pass_cost import max_row_cost
 from realrun.ar import ar_timer
 from realrun.timing import ARTimer, FamilyTiming, PassTiming, time_family, time_proposer
 from realrun.vocabulary import check_logit_width
@@ -147,7 +147,7 @@ class Acceptance:
 
     def by_prompt(self) -> dict[tuple[float, int, int], np.ndarray]:
         """Per pair and lenience, one ``[Σ_t a_t, T]`` row per prompt: the evidence the
-        bootstrap over prompts resamples (:mod:`ewif.bootstrap`)."""
+        bootstrap over prompts resamples (:mod:`ewif.predict.bootstrap`)."""
         return {
             key: np.array([[float(a.sum()), a.size] for a in arrs])
             for key, arrs in self.runs.items()
@@ -224,9 +224,9 @@ class Costs:
     def row_cost(self) -> np.ndarray:
         """``h_i`` in the curves' unit: what one logit row adds to each drafter's pass
         (:meth:`realrun.timing.FamilyTiming.row_seconds`; a catch-up position returns none,
-        :mod:`ewif.pass_cost`), 0 for the target, a proposer and a drafter not timed so.
+        :mod:`ewif.kernel.pass_cost`), 0 for the target, a proposer and a drafter not timed so.
         A measurement outside what the curve admits — a negative paired difference (a row
-        cheaper than the timing's noise), or one above :func:`ewif.pass_cost.max_row_cost`
+        cheaper than the timing's noise), or one above :func:`ewif.kernel.pass_cost.max_row_cost`
         (a one-row pass would cost less than nothing) — is taken to that bound, and
         :meth:`row_cost_bounds` names it."""
         out = np.zeros(len(self.names))
@@ -463,7 +463,7 @@ def assemble_model_set(
 
 def catch_up_flags(costs: Costs) -> tuple[bool, ...]:
     """Every KV-cached drafter (a timed token model) pays its catch-up pass
-    (:mod:`ewif.catch_up`), as the decoder feeds it; proposers (Max-Gram, bigram) do not, and
+    (:mod:`ewif.kernel.catch_up`), as the decoder feeds it; proposers (Max-Gram, bigram) do not, and
     the target's flag changes nothing (False)."""
     flags = [name in costs.family.passes for name in costs.names]
     return (False, *flags[1:])

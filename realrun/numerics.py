@@ -62,9 +62,9 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from ewif import validate
-from ewif.io import ModelSet
-from ewif.recommendation import Recommendation, recommend
+from ewif.base import validate
+from ewif.files.model_set import ModelSet
+from ewif.search.recommendation import Recommendation, recommend
 from realrun.ar import ar_timer
 from realrun.family import Family, load_family, set_threads
 from realrun.invariance import Invariance, batch_invariance

@@ -1,7 +1,7 @@
 """The real-model pipeline as a library: load → choose numerics → measure → recommend → run.
 
 :func:`realrun` is what ``csd realrun`` and ``benchmarks/realrun_cpu.py`` call; it takes plain
-arguments (model sources, prompt set, options) and returns :class:`ewif.results.Results`.
+arguments (model sources, prompt set, options) and returns :class:`ewif.files.results.Results`.
 
 Held-out calibration. The prompts are split: the first ``measure_prompts`` are the
 *measuring* split (α, cost curves, numerics), the next ``limit`` the *held-out* split on
@@ -21,10 +21,10 @@ from dataclasses import replace
 import numpy as np
 import torch
 
-from ewif import validate
-from ewif.io import ModelSet
-from ewif.recommendation import recommend
-from ewif.results import Results
+from ewif.base import validate
+from ewif.files.model_set import ModelSet
+from ewif.files.results import Results
+from ewif.search.recommendation import recommend
 from realrun.books import ar_agreement, timing_agreement
 from realrun.family import load_family, set_threads
 from realrun.numerics import measure_numerics

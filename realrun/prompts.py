@@ -22,7 +22,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from ewif import validate
+from ewif.base import validate
 
 SHIPPED_DIR = Path(__file__).with_name("prompts")
 SHIPPED = ("gsm8k_style", "mmlu_style", "code")

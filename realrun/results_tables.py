@@ -1,12 +1,13 @@
-"""Human-readable tables of a real-model run (:class:`ewif.results.Results`) and a model set."""
+"""Human-readable tables of a real-model run (:class:`ewif.files.results.Results`) and a model
+set."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from ewif import explain
-from ewif.io import ModelSet
-from ewif.results import Results
+from ewif.files.model_set import ModelSet
+from ewif.files.results import Results
+from ewif.search import explain
 
 
 def _f(value: float | None, spec: str = ".3f") -> str:

@@ -9,7 +9,7 @@ same ``max_new_tokens`` and EOS:
 * ``sd`` — plain speculative decoding with one drafter and budget ``k`` (our
   :class:`~simulate.decoder.cascade.CascadeDecoder`, ``K = [[k]]``);
 * ``csd`` — a cascade ``models``/``K``/``lenience`` (given, or recommended by
-  :func:`ewif.recommendation.recommend` on the measured model set);
+  :func:`ewif.search.recommendation.recommend` on the measured model set);
 * ``hf-assisted`` / ``hf-prompt-lookup`` — transformers' assisted generation with a neural
   drafter, and prompt lookup decoding (:mod:`realrun.baselines`).
 
@@ -19,7 +19,7 @@ method excludes the prompt prefill of its models (caches are filled before the c
 starts; see :mod:`realrun.baselines` for transformers' methods), so the measured speed-up is
 the steady-state decoding speed-up that EWIF predicts.
 
-Reported per method (:mod:`ewif.results`): ``tokens_per_s`` = tokens / seconds over all
+Reported per method (:mod:`ewif.files.results`): ``tokens_per_s`` = tokens / seconds over all
 prompts; ``speedup`` against AR of the same run; ``predicted_speedup`` = ewif's exact EWIF
 of the configuration for the measured α and pass costs; ``swi`` = tokens·c_0(1) / Σ over
 counted passes of c_i(m) (less a catch-up drafter's row cost per position without a row) —
@@ -28,7 +28,7 @@ at its own size m (Max-Gram: every proposed token one pass at m = 1);
 ``mean_accepted_length`` = tokens per target step, bonus token included (vLLM's convention;
 AR = 1); acceptance by draft position at the target,
 measured ``P(position i exists and is accepted)`` (accepted count / target steps) next to
-ewif's :meth:`~ewif.cascade.Cascade.acceptance_by_position`. Greedy runs also record, per
+ewif's :meth:`~ewif.kernel.cascade.Cascade.acceptance_by_position`. Greedy runs also record, per
 method, on how many prompts the output differs from AR's (0 expected: lossless), and
 :func:`divergences` says where, with the target's logit gap.
 
@@ -39,7 +39,7 @@ with another cost model; ``metadata.in_run_pass_seconds`` the mean and median wa
 those passes by size m (the in-run cost curve, to set against the measured one);
 ``metadata.prediction_intervals`` the 90 % bootstrap prediction interval of every sd/csd
 speed-up on the run's held-out prompts (resampling measuring prompts, plus the sampling of
-as many held-out prompts, :mod:`ewif.bootstrap`) with whether the measurement fell inside,
+as many held-out prompts, :mod:`ewif.predict.bootstrap`) with whether the measurement fell inside,
 ``metadata.interval_coverage`` the share that did; ``metadata.wall_time_split`` every
 method's wall time split into passes, call overhead, proposers, the decoder's own work and
 the residual (:mod:`realrun.books`; methods our decoder runs).
@@ -55,13 +55,14 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 from tqdm.auto import tqdm
 
-from ewif import explain, validate
-from ewif.bootstrap import LEVEL, prediction_intervals
-from ewif.cascade import Cascade
-from ewif.io import ModelSet
-from ewif.recommendation import Recommendation, recommend
-from ewif.results import METHOD_KINDS, MethodResult, Results, with_speedups
-from ewif.search import optimize
+from ewif.base import validate
+from ewif.files.model_set import ModelSet
+from ewif.files.results import METHOD_KINDS, MethodResult, Results, with_speedups
+from ewif.kernel.cascade import Cascade
+from ewif.predict.bootstrap import LEVEL, prediction_intervals
+from ewif.search import explain
+from ewif.search.optimizer import optimize
+from ewif.search.recommendation import Recommendation, recommend
 from realrun import books
 from realrun.ar import hf_reference
 from realrun.baselines import hf_generate
@@ -72,7 +73,7 @@ from simulate.decoder.interface import Proposer
 from simulate.decoder.sampling import Decoding
 from simulate.trace_replay import replay
 
-#: The real neural models (the term: :mod:`ewif.cascade`, "Terms"): they count their passes
+#: The real neural models (the term: :mod:`ewif.kernel.cascade`, "Terms"): they count their passes
 #: (prefilled before the clock, priced per pass size).
 _COUNTED = (HFTokenModel, LlamaCppTokenModel)
 
@@ -111,7 +112,7 @@ class Method:
 def cascade_method(
     name: str, kind: str, models: Sequence[str], K: object, lenience: float = 1.0
 ) -> Method:
-    """An sd/csd :class:`Method` with K checked (:func:`ewif.validate.budget_matrix`)."""
+    """An sd/csd :class:`Method` with K checked (:func:`ewif.base.validate.budget_matrix`)."""
     arr = validate.budget_matrix("K", K, len(models) - 1)
     return Method(
         name, kind, tuple(models), tuple(tuple(int(v) for v in r) for r in arr), float(lenience)
@@ -120,7 +121,7 @@ def cascade_method(
 
 def recommended_method(rec: Recommendation) -> Method:
     """The csd :class:`Method` of ewif's recommended configuration
-    (:func:`ewif.recommendation.recommend`, the rule every command uses)."""
+    (:func:`ewif.search.recommendation.recommend`, the rule every command uses)."""
     best = rec.best
     lenience = f" l={best.lenience:g}" if best.K.shape[0] > 1 and best.K[1:].any() else ""
     name = f"CSD {'>'.join(best.models[1:])} {best.K.tolist()}{lenience}"
@@ -318,7 +319,7 @@ def _check_methods(
                     f"does not describe; it has {list(model_set.models)}"
                 )
         if m.kind in ("sd", "csd"):
-            Cascade.from_model_set(model_set, m.models, np.array(m.K), m.lenience)
+            model_set.to_cascade(m.models, np.array(m.K), m.lenience)
         if m.kind.startswith("hf-") and not decoding.greedy:
             raise ValueError(
                 f"method {m.name!r} ({m.kind}) is run greedy only; use temperature 0 or drop it"
@@ -430,7 +431,7 @@ def _priced(
 ) -> PromptRun:
     """``run`` with its counted passes by size m and their standardized cost: a neural
     model's passes as it counted them, each priced at its size (a catch-up drafter's less
-    its row cost for every position that returned no logit row, :mod:`ewif.pass_cost`); a
+    its row cost for every position that returned no logit row, :mod:`ewif.kernel.pass_cost`); a
     proposer's every proposed token one generating pass (m = 1)."""
     prices = model_set.pass_cost
     cost, counted, rows = 0.0, {}, {}
@@ -462,7 +463,7 @@ def _results(
     family: str,
     interrupted: bool,
 ) -> Results:
-    """The run's :class:`~ewif.results.Results`: one :class:`MethodResult` per method and the
+    """The run's :class:`~ewif.files.results.Results`: one :class:`MethodResult` per method and the
     metadata of the module docstring."""
     ar = ar_name(methods)
     ar_out = tallies[ar].outputs if ar is not None else None
@@ -472,7 +473,7 @@ def _results(
         t = tallies[m.name]
         cascade = None
         if m.kind in ("sd", "csd"):
-            cascade = Cascade.from_model_set(model_set, m.models, np.array(m.K), m.lenience)
+            cascade = model_set.to_cascade(m.models, np.array(m.K), m.lenience)
             if t.stats is not None and t.stats.target_steps:
                 in_run[m.name] = ewif_with_run_acceptance(cascade, t.stats, lengths[m.name])
         out.append(_method_result(m, t, model_set.pass_cost.unit, cascade, lengths[m.name]))
@@ -612,9 +613,9 @@ def _wall_time_split(methods: list[Method], tallies: Mapping[str, MethodTally]) 
 
 def method_intervals(results: Results, model_set: ModelSet) -> dict[str, dict]:
     """Per sd/csd method: the 90 % bootstrap prediction interval of the speed-up measured on
-    the run's ``results.prompts`` held-out prompts (:func:`ewif.bootstrap.prediction_intervals`
-    with ``held_out_prompts``, one set of replicates for all) and whether the measured
-    speed-up fell in it."""
+    the run's ``results.prompts`` held-out prompts
+    (:func:`ewif.predict.bootstrap.prediction_intervals` with ``held_out_prompts``, one set of
+    replicates for all) and whether the measured speed-up fell in it."""
     chosen = [m for m in results.methods if m.kind in ("sd", "csd") and m.speedup is not None]
     configs = [
         (m.config["models"], np.array(m.config["K"]), m.config["lenience"], None) for m in chosen

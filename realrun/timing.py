@@ -44,7 +44,7 @@ generating passes, so its cost is the time per proposed token.
 Logit rows. A pass computes the LM head only for the rows it returns, and on a small model
 with a large vocabulary that head is a sizeable part of a pass (Qwen2.5 0.5B, 152k tokens:
 one row is 4–7.5 % of its two-position pass on llama.cpp). Every curve is timed with all
-``m`` rows, as ewif prices it (:mod:`ewif.pass_cost`, "Logit rows"), and each drafter's
+``m`` rows, as ewif prices it (:mod:`ewif.kernel.pass_cost`, "Logit rows"), and each drafter's
 two-position pass once more with one row, paired in the same round: the difference is its
 row cost ``h`` (:meth:`FamilyTiming.row_seconds`), which ewif takes off a catch-up drafter's
 pass per position that returns no row.
@@ -59,7 +59,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ewif import validate
+from ewif.base import validate
 from simulate.decoder.interface import Proposer, TokenModel
 from simulate.decoder.sampling import Decoding
 from simulate.decoder.verify import greedy_verify, speculative_verify

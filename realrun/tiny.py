@@ -26,7 +26,7 @@ from transformers import (
     Qwen2ForCausalLM,
 )
 
-from ewif.results import Results
+from ewif.files.results import Results
 
 SPECIALS = ["<unk>", "<bos>", "<eos>", "<pad>"]
 WORDS = (

@@ -1,10 +1,11 @@
-"""Monte Carlo witness of :mod:`ewif.batch`: ``B`` independent rows of plain SD, step by step.
+"""Monte Carlo witness of :mod:`ewif.predict.batch`: ``B`` independent rows of plain SD, step by
+step.
 
 Each row draws its acceptances (i.i.d. Bernoulli α, the first rejection ends the review) and
 keeps its own catch-up state: a neural drafter's first pass of a step feeds 2 positions in a
 row whose previous step accepted the whole draft (its last draft token and the bonus), else 1
 — tracked per row, not taken from the exact law. Every step is priced like the engine pays
-it (:func:`ewif.batch.pass_price`: the set's batched curves ``c(B, m)``, else the batch-1
+it (:func:`ewif.predict.batch.pass_price`: the set's batched curves ``c(B, m)``, else the batch-1
 curve at the total positions): the target's batched pass over ``B`` rows of ``k + 1``, the
 drafter's batched passes over the rows' summed positions (``drafting="kv-cached"``) or its
 ``k`` one-position passes and the pass over the target's batch (``"reevaluate"``), a
@@ -20,12 +21,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ewif import validate
-from ewif.batch import DRAFTING, is_proposer, pass_price
+from ewif.base import validate
+from ewif.predict.batch import DRAFTING, is_proposer, pass_price
 from simulate.stats import Estimate, ratio_estimate
 
 if TYPE_CHECKING:
-    from ewif.io import ModelSet
+    from ewif.files.model_set import ModelSet
 
 
 def simulate_batch_sd(
@@ -41,7 +42,7 @@ def simulate_batch_sd(
     seed: int = 0,
     level: float = 0.999,
 ) -> Estimate:
-    """The simulated ``ratio(B, k)`` of :func:`ewif.batch.batch_ratio` and its interval."""
+    """The simulated ``ratio(B, k)`` of :func:`ewif.predict.batch.batch_ratio` and its interval."""
     if drafting not in DRAFTING:
         raise ValueError(f"drafting must be one of {', '.join(DRAFTING)}, got {drafting!r}")
     k = validate.count("k", k, minimum=1)

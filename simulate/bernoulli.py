@@ -4,7 +4,7 @@ The independent witness for :class:`ewif.Cascade`: it reads only the configurati
 (``.alpha .cost .cost_per_token .cost_curve .K .n .fill``) and *plays* the algorithm — it
 shares no formula with ``ewif`` (it prices each pass from the cost table itself).
 
-Semantics: Algorithm 1 as stated once, in the docstring of :mod:`ewif.cascade` (models
+Semantics: Algorithm 1 as stated once, in the docstring of :mod:`ewif.kernel.cascade` (models
 ``0..n``, K, review calls block by block, leaves, ``fill``, pass costs ``c_i(m)``, EWIF).
 What this module adds to that contract:
 
@@ -13,7 +13,7 @@ What this module adds to that contract:
   ``alpha[r, j]``.
 * Every pass is priced from the configuration's own cost table — ``cost[i] +
   cost_per_token[i]·m``, or the measured curve ``cost_curve[i][m − 1]`` extended by the
-  rule of :mod:`ewif.cascade` — with ``m = D + 1`` for a review of ``D`` tokens and
+  rule of :mod:`ewif.kernel.cascade` — with ``m = D + 1`` for a review of ``D`` tokens and
   ``m = 1`` for a leaf's generating pass.
 * EWIF is estimated by the ratio of sums over target steps, × the cost of one
   autoregressive target token, with a **delta-method** interval (steps are i.i.d.;
@@ -36,8 +36,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from ewif import validate
-from ewif.review_call import FILLS, is_leaf
+from ewif.base import validate
+from ewif.kernel.budgets import FILLS, is_leaf
 from simulate.stats import Estimate, mean_estimate, ratio_estimate, wilson_interval
 
 

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from ewif import validate
+from ewif.base import validate
 from simulate.bernoulli import SimulationResult, simulate
 from simulate.stats import ChiSquare, binomial_z, chi_square_gof, normal_quantile
 

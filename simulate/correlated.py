@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from ewif import validate
+from ewif.base import validate
 from simulate.bernoulli import (
     CascadeSpec,
     Engine,

@@ -1,6 +1,6 @@
 """Witness of the catch-up pass: Algorithm 1 played on an explicit token list.
 
-Independent of :mod:`ewif.catch_up` (it shares no code with it): every token is a fresh id,
+Independent of :mod:`ewif.kernel.catch_up` (it shares no code with it): every token is a fresh id,
 so a correction never equals the token it replaces, and every model with ``catch_up`` keeps
 the list of tokens it last fed. A pass over the sequence ``tokens`` that must process its
 last ``n`` positions (``n = 1`` for a generating pass, ``D + 1`` for a review) feeds
@@ -43,7 +43,7 @@ class FedRun:
 
 class FedPositions:
     """Plays cascades of ``alpha`` (reviewer × drafter acceptance), ``K`` (``n×n``, 1-based
-    as in :mod:`ewif.cascade`), ``fill`` and per-model ``catch_up`` flags;
+    as in :mod:`ewif.kernel.cascade`), ``fill`` and per-model ``catch_up`` flags;
     ``price(i, m, rows)`` is the cost of a pass of model ``i`` over ``m`` positions returning
     ``rows`` logit rows. ``draw(p)`` returns True with probability ``p`` (default: a seeded
     ``random.Random``)."""
@@ -92,7 +92,7 @@ class FedPositions:
         """Whether reviewer ``r`` accepts the draft token at text position ``position``
         (0 = the first generated token) that sits in drafter ``j``'s block and was generated
         by model ``origin`` (a leaf's proposal, or a reviewer's correction or bonus token):
-        an independent Bernoulli(``alpha[r][j]``) trial, the model of :mod:`ewif.cascade`."""
+        an independent Bernoulli(``alpha[r][j]``) trial, the model of :mod:`ewif.kernel.cascade`."""
         return self.draw(self.alpha[r][j])
 
     def _review(self, r: int, context: list[int]) -> tuple[list[int], list[int]]:

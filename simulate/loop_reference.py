@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ewif import validate
+from ewif.base import validate
 from simulate.bernoulli import CascadeSpec, SimulationResult, StepBatch, Tally
 
 

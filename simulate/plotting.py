@@ -20,10 +20,10 @@ from typing import Any
 
 import numpy as np
 
-from ewif import io as _io
-from ewif import results as _results
-from ewif import validate
-from ewif.cascade import Cascade
+from ewif.base import validate
+from ewif.files import model_set as _io
+from ewif.files import results as _results
+from ewif.kernel.cascade import Cascade
 from ewif.plotting.decay import Points
 from ewif.plotting.simulation import SimulationData
 
@@ -34,8 +34,8 @@ def model_set(
     preset: str | None = None, path: str | os.PathLike[str] | None = None
 ) -> _io.ModelSet:
     """The model set of a preset name or a model-set file (default: the default preset);
-    :func:`ewif.recommendation.load_model_set` without the label."""
-    from ewif.recommendation import load_model_set
+    :func:`ewif.search.recommendation.load_model_set` without the label."""
+    from ewif.search.recommendation import load_model_set
 
     return load_model_set(preset, path)[0]
 
@@ -47,12 +47,12 @@ def cascade_for(
     lenience: float | None = None,
 ) -> Cascade:
     """The cascade a plot is about: ``K`` if given, else the set's ``cascade`` section, else
-    the configuration :func:`ewif.recommendation.recommend` recommends (the one rule every
+    the configuration :func:`ewif.search.recommendation.recommend` recommends (the one rule every
     command uses)."""
-    from ewif.recommendation import recommend
+    from ewif.search.recommendation import recommend
 
     if K is not None or (ms.cascade is not None and models is None):
-        return Cascade.from_model_set(ms, models, None if K is None else np.asarray(K), lenience)
+        return ms.to_cascade(models, None if K is None else np.asarray(K), lenience)
     if models is not None:
         raise ValueError("--models needs --K (the recommendation chooses its own models)")
     return recommend(
@@ -138,7 +138,7 @@ def measured_curve(
     level: float = 0.95,
 ) -> Points:
     """Measured acceptance by position, with Wilson intervals, from a ``csd.results/1`` run
-    (a :class:`~ewif.results.Results` or its file) or a model-set file.
+    (a :class:`~ewif.files.results.Results` or its file) or a model-set file.
 
     Results: the ``acceptance_by_position.measured`` curve of ``method`` (default: the
     first ``csd`` method that has one, else the first method that has one); its target
@@ -163,7 +163,7 @@ def measured_curve(
     if schema == _results.SCHEMA:
         run = _results.load(path)
         label, p, trials = _from_results(run, method, path)
-    elif schema in _io.SCHEMAS or data is None:  # YAML model sets are read by ewif.io
+    elif schema in _io.SCHEMAS or data is None:  # YAML model sets are read by ewif.files.model_set
         label, p, trials = _from_model_set(_io.load(path), pair, path)
     else:
         raise ValueError(

@@ -23,7 +23,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ewif import validate
+from ewif.base import validate
 from simulate.bernoulli import SimulationResult, StepBatch, generator, run_batches
 
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special as _special
 
-from ewif import validate
+from ewif.base import validate
 
 
 @dataclass(frozen=True)

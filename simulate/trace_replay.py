@@ -1,7 +1,7 @@
 """Replay Algorithm 1 over measured acceptance traces: a prediction that keeps how acceptance
 depends on the text.
 
-The exact EWIF (:mod:`ewif.cascade`) treats every test as an independent Bernoulli(α) trial.
+The exact EWIF (:mod:`ewif.kernel.cascade`) treats every test as an independent Bernoulli(α) trial.
 Real text is not like that: some prompts are easier than others, and acceptances cluster
 (Max-Gram copies a span or fails for many positions in a row; after a rejection the next
 position is harder too). A draft starts right after a rejection more often than at a random
@@ -27,7 +27,7 @@ deviation), and the replayed pass counts match a real run's closely (docs/findin
 Each measuring prompt is replayed as one generation of its trace's length; the predicted
 speed-up is ``Σ_p N_p·c_0(1) / Σ_p C_p``. A replay's passes do not depend on the costs, so
 :class:`Replay` keeps them per prompt and prices them: :meth:`Replay.interval` resamples whole
-prompts (the same widening and two-stage held-out draw as :mod:`ewif.bootstrap`) and, where
+prompts (the same widening and two-stage held-out draw as :mod:`ewif.predict.bootstrap`) and, where
 the model set carries the cost curves' standard errors, prices each resample with one draw of
 the costs, as the exact EWIF's interval does.
 """
@@ -39,8 +39,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ewif import validate
-from ewif.bootstrap import (
+from ewif.base import validate
+from ewif.files.model_set import ModelSet
+from ewif.kernel.budgets import drafters_reached, is_leaf, rows_of
+from ewif.kernel.pass_cost import PassCost
+from ewif.predict.bootstrap import (
     LEVEL,
     REPLICATES,
     drawn_curves,
@@ -48,10 +51,6 @@ from ewif.bootstrap import (
     expansion,
     prompt_draw,
 )
-from ewif.cascade import Cascade
-from ewif.io import ModelSet
-from ewif.pass_cost import PassCost
-from ewif.review_call import drafters_reached, is_leaf, rows_of
 from simulate.fed_positions import FedPositions
 
 Trace = Mapping[tuple[float, int, int], np.ndarray]
@@ -95,7 +94,7 @@ class Replay:
     of the configuration's model ``i`` over ``m`` positions in its replays, priced by
     ``prices[i, m − 1]`` (target-pass units; ``unit`` = one autoregressive token), and the
     mean catch-up positions ``caught[p, i]``, which return no logit row (``row_cost[i]``
-    less each, :mod:`ewif.pass_cost`). Where the model set (``model_set``, the
+    less each, :mod:`ewif.kernel.pass_cost`). Where the model set (``model_set``, the
     configuration's ``models``) carries the cost curves' standard errors, :meth:`interval`
     draws the costs too."""
 
@@ -135,9 +134,9 @@ class Replay:
         held_out_prompts: int | None = None,
     ) -> tuple[float, float]:
         """The percentile interval of the speed-up over whole-prompt resamples, widened like
-        :mod:`ewif.bootstrap` (with ``held_out_prompts``: for a run on that many others).
+        :mod:`ewif.predict.bootstrap` (with ``held_out_prompts``: for a run on that many others).
         With the curves' standard errors, each replicate also prices the resampled passes
-        with one draw of the costs (:func:`ewif.bootstrap.drawn_curves`, not widened: the
+        with one draw of the costs (:func:`ewif.predict.bootstrap.drawn_curves`, not widened: the
         widening is the prompts' small-sample correction), as the exact EWIF's interval does:
         ``s* = (s + w·(s(I) − s))·s(I, drawn)/s(I)``."""
         P = self.tokens.size
@@ -164,7 +163,7 @@ class Replay:
 
     def priced_speedup(self, idx: np.ndarray, curves: tuple[np.ndarray, ...]) -> float:
         """The speed-up of prompts ``idx`` with the model set's curves replaced by ``curves``
-        (its row costs drawn with them, :func:`ewif.bootstrap.drawn_row_cost`)."""
+        (its row costs drawn with them, :func:`ewif.predict.bootstrap.drawn_row_cost`)."""
         ms = self.model_set
         rows = None if ms.row_cost is None else drawn_row_cost(ms, curves)
         costs = PassCost.from_curves(curves, row_cost=rows)
@@ -191,7 +190,7 @@ def replay(
     ``repeats`` replays per prompt (greedy traces are 0/1, so one replay is exact; sampling
     traces draw their tests, and the mean of the replays' costs is kept). ValueError when the
     model set carries no traces, or lacks one the configuration tests."""
-    cascade = Cascade.from_model_set(model_set, models, np.array(K), lenience, catch_up=catch_up)
+    cascade = model_set.to_cascade(models, np.array(K), lenience, catch_up=catch_up)
     data = model_set.bootstrap
     if data is None or data.acceptance_traces is None:
         raise ValueError(

@@ -2,7 +2,7 @@
 
 When the configuration does not beat autoregressive decoding (EWIF <= 1) the output says
 so (``"decision"`` in ``--json``); with measured pass-cost curves it lists the review
-sizes ``m`` each model's passes use and their cost (:mod:`ewif.explain`).
+sizes ``m`` each model's passes use and their cost (:mod:`ewif.search.explain`).
 """
 
 from __future__ import annotations
@@ -34,12 +34,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ewif import io, limits
-    from ewif.cascade import Cascade
-    from ewif.explain import decision, review_lines, review_sizes
-    from ewif.text_table import table
+    from ewif.base import limits
+    from ewif.base.text_table import table
+    from ewif.files import model_set as model_io
+    from ewif.search.explain import decision, review_lines, review_sizes
 
-    ms = io.load(args.file)
+    ms = model_io.load(args.file)
     if ms.cascade is None:
         raise ValueError(f"{args.file}: no 'cascade' section to evaluate (models, K, lenience)")
     if args.positions < 1:
@@ -47,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
     limits.at_most("--positions", args.positions, limits.MAX_POSITIONS, "draft positions")
     if args.max_new_tokens is not None and args.max_new_tokens < 1:
         raise ValueError(f"--max-new-tokens must be an integer >= 1, got {args.max_new_tokens}")
-    c = Cascade.from_model_set(ms, fill=args.fill)
+    c = ms.to_cascade(fill=args.fill)
     passes, share = c.passes_per_step(), c.swi_breakdown()
     out = {
         "models": list(c.names),

@@ -14,7 +14,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ewif import presets
+    from ewif.files import presets
 
     if args.name:
         ms = presets.load_preset(args.name)

@@ -8,7 +8,7 @@ at every lenience; otherwise (``--space full``) every upper-triangular K with en
 When no configuration beats autoregressive decoding (best EWIF <= 1) the output says so
 plainly (``"decision": "autoregressive"`` in ``--json``). With measured pass-cost curves
 in the model set it also says which review sizes ``m`` the recommendation uses and what
-they cost (:mod:`ewif.explain`).
+they cost (:mod:`ewif.search.explain`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ import argparse
 import json
 from pathlib import Path
 
-from ewif import cli, validate
+from ewif import cli
+from ewif.base import validate
 
 HELP = "recommend the best cascade (models, K, lenience) for measured or preset alphas/costs"
 
@@ -61,7 +62,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--batch-sizes",
         metavar="B,B,...",
-        help="also give plain SD's best draft length at each batch size (ewif.batch; "
+        help="also give plain SD's best draft length at each batch size (ewif.predict.batch; "
         "0 = do not speculate), per drafter, and the schedule as ranges",
     )
     parser.add_argument(
@@ -81,10 +82,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ewif import limits
-    from ewif.explain import review_sizes
-    from ewif.recommendation import load_model_set, recommend
-    from ewif.search import best_sd
+    from ewif.base import limits
+    from ewif.search.explain import review_sizes
+    from ewif.search.optimizer import best_sd
+    from ewif.search.recommendation import load_model_set, recommend
 
     ms, where = load_model_set(args.preset, args.from_file)
     if args.top < 1:
@@ -162,7 +163,7 @@ def run(args: argparse.Namespace) -> int:
 def _space_notes(ms, space: str, best, sd, label: str) -> list[str]:
     """What the user should know about the searched space: a better plain SD outside it, and
     the paper space used on a set whose last model is not a free Max-Gram."""
-    from ewif.space import is_paper_shape
+    from ewif.search.space import is_paper_shape
 
     notes = []
     if sd.ewif > best.ewif:
@@ -188,7 +189,7 @@ MAX_BATCH = 1024
 
 def _batch_schedule(ms, spec: str, k_max: int) -> dict:
     """Per drafter: the best plain-SD draft length at every asked batch size and the ranges."""
-    from ewif.batch import best_draft_lengths, schedule
+    from ewif.predict.batch import best_draft_lengths, schedule
 
     sizes = _batch_sizes(spec)
     out = {}
@@ -211,9 +212,9 @@ def _batch_sizes(spec: str) -> list[int]:
 
 
 def _interval(ms, best) -> dict:
-    """The bootstrap interval of the best configuration's EWIF (:mod:`ewif.bootstrap`) and
+    """The bootstrap interval of the best configuration's EWIF (:mod:`ewif.predict.bootstrap`) and
     whether it settles the decision against AR (EWIF 1)."""
-    from ewif.bootstrap import prediction_interval
+    from ewif.predict.bootstrap import prediction_interval
 
     iv = prediction_interval(ms, best.models, best.K, best.lenience)
     return {
@@ -240,9 +241,9 @@ def _plot_paths(path: str) -> tuple[Path, Path]:
 
 
 def _plots(result, casc, ms, paths, k_max) -> list[Path]:
-    from ewif.landscape import landscape_around
     from ewif.plotting.decay import compute_decay, draw_decay
     from ewif.plotting.landscape import draw_landscape
+    from ewif.search.landscape import landscape_around
 
     return [
         draw_landscape(landscape_around(result, k_max=min(k_max, 30)), paths[0]),
@@ -257,7 +258,7 @@ def _plots(result, casc, ms, paths, k_max) -> list[Path]:
 def _emit_human(out: dict) -> str:
     """The ``--emit`` report: what is emitted, its exact EWIF next to the cascade's, the
     throughput by batch size, the ready-to-run configuration and the notes."""
-    from ewif.text_table import table
+    from ewif.base.text_table import table
 
     em, rec = out["emit"], out["recommended"]
     what = (
@@ -277,7 +278,7 @@ def _emit_human(out: dict) -> str:
     if em["by_batch"]:
         lines += [
             "",
-            "by batch size (exact, ewif.batch; k = 0: autoregressive):",
+            "by batch size (exact, ewif.predict.batch; k = 0: autoregressive):",
             table(
                 ["batch", "k", "throughput vs AR at that batch"],
                 [[c["batch"], c["k"], f"{c['ratio']:.4f}"] for c in em["by_batch"]],
@@ -301,8 +302,8 @@ def _emit_human(out: dict) -> str:
 
 
 def _human(out: dict, best, sd) -> str:
-    from ewif.explain import autoregressive_line, review_lines
-    from ewif.text_table import table
+    from ewif.base.text_table import table
+    from ewif.search.explain import autoregressive_line, review_lines
 
     rec = out["recommended"]
     lines = [

@@ -1,6 +1,6 @@
 """Calibration plot: ewif's predicted speedup against the speedup measured by ``csd realrun``.
 
-For every method of a ``csd.results/1`` run (see :mod:`ewif.results`) that has a prediction,
+For every method of a ``csd.results/1`` run (see :mod:`ewif.files.results`) that has a prediction,
 the point (x, y) = (``predicted_speedup``, ``speedup``) is drawn: x is the EWIF of the
 configuration for the measured α and pass costs (the renewal-reward ratio E[tokens]/E[cost] of the
 ``Cascade`` docstring), y is ``tokens_per_s / tokens_per_s(AR)`` measured side by side.
@@ -14,8 +14,8 @@ the passes that really ran and prices each at its size on the measured cost curv
 * SWI off the line as well → the *acceptance model* (i.i.d. α) is off.
 
 When the run carries prediction intervals (``metadata.prediction_intervals``, the 90 %
-bootstrap over measuring prompts of :mod:`ewif.bootstrap`), each prediction is drawn with its
-interval as a horizontal bar: a point whose bar does not reach the line y = x is a miss the
+bootstrap over measuring prompts of :mod:`ewif.predict.bootstrap`), each prediction is drawn with
+its interval as a horizontal bar: a point whose bar does not reach the line y = x is a miss the
 measuring prompts' noise does not explain.
 
 Methods with no prediction (transformers' own baselines) are drawn as horizontal reference
@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ewif import results as _results
+from ewif.files import results as _results
 from ewif.plotting import style
 
 
@@ -94,9 +94,10 @@ class CalibrationData:
 def compute_calibration(
     results: _results.Results | str | os.PathLike[str],
 ) -> CalibrationData:
-    """The calibration data of a run (a :class:`~ewif.results.Results` or a results-file path).
+    """The calibration data of a run (a :class:`~ewif.files.results.Results` or a results-file
+    path).
 
-    A path is read and validated by :func:`ewif.results.load`, so a file of another schema
+    A path is read and validated by :func:`ewif.files.results.load`, so a file of another schema
     raises ``ValueError`` naming the schema found; so does a run in which no method has both
     a prediction and a measured speedup.
     """
@@ -179,7 +180,7 @@ def draw_calibration(
             ecolor=style.COLOURS[0],
             elinewidth=1.2,
             capsize=3,
-            label="90 % interval of the prediction (ewif.bootstrap)",
+            label="90 % interval of the prediction (ewif.predict.bootstrap)",
         )
     with_swi = [p for p in paired if p.swi is not None]
     if with_swi:
@@ -220,7 +221,7 @@ def _as_results(results: _results.Results | str | os.PathLike[str]) -> _results.
     if isinstance(results, (str, os.PathLike)):
         return _results.load(Path(results))
     raise TypeError(
-        f"results must be an ewif.results.Results or a path to a csd.results/1 file, "
+        f"results must be an ewif.files.results.Results or a path to a csd.results/1 file, "
         f"got {type(results).__name__}"
     )
 

@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from ewif import validate
-from ewif.cascade import Cascade
+from ewif.base import validate
+from ewif.kernel.cascade import Cascade
 from ewif.plotting import style
 
 MAX_POSITIONS = 20
@@ -96,7 +96,7 @@ def compute_decay(
     measured: Points | None = None,
 ) -> DecayData:
     """The decay figure's data for ``cascade``: its exact curve
-    (:meth:`~ewif.cascade.Cascade.acceptance_by_position`) over ``max_position`` positions
+    (:meth:`~ewif.kernel.cascade.Cascade.acceptance_by_position`) over ``max_position`` positions
     (default: the measured points' length, else the longest possible draft, at most
     :data:`MAX_POSITIONS`), the i.i.d. ``α`` (default: the target's acceptance of the first
     drafter it reviews) and the given points fitted to those positions."""

@@ -6,7 +6,7 @@ target, cost ``c1``) and ``d2`` (e.g. Max-Gram, acceptance ``alpha2`` by the tar
 
 * **SD** (Corollary 4.2): ``sd_ewif(alpha1, k, c1)`` — d1 drafts k tokens autoregressively;
   also SD with d2 alone when ``alpha2`` is given.
-* **vertical** (Theorem 4.3, n-th *power* φ^n — see ``ewif.theorems.vertical_ewif``): the
+* **vertical** (Theorem 4.3, n-th *power* φ^n — see ``ewif.theory.theorems.vertical_ewif``): the
   target reviews n = k rounds of d1, each round d1 reviewing a k'-token draft of d2; k' is
   chosen best for each n over 1..``inner_k_max``. The x value n is the step size of SD it is
   compared with in Corollary 4.4.
@@ -15,10 +15,10 @@ target, cost ``c1``) and ``d2`` (e.g. Max-Gram, acceptance ``alpha2`` by the tar
 
 k = 0 is autoregressive decoding (EWIF 1) for every curve. Each curve's optimum over the
 plotted range is marked with a star and given in the legend; SD's exact optimum
-(``ewif.theorems.best_k``) is always inside the range (the range is widened to hold it, up
+(``ewif.theory.theorems.best_k``) is always inside the range (the range is widened to hold it, up
 to :data:`MAX_K`); where no finite optimum exists (c = 0) the star sits at the range edge
 and the legend says so.
-All numbers come from :mod:`ewif.theorems` and :mod:`ewif.horizontal`; nothing is
+All numbers come from :mod:`ewif.theory.theorems` and :mod:`ewif.theory.horizontal`; nothing is
 re-derived here. :func:`compute_ewif_vs_k` gives the curves, :func:`draw_ewif_vs_k` draws them.
 """
 
@@ -31,10 +31,10 @@ from typing import Any
 
 import numpy as np
 
-from ewif import validate
-from ewif.horizontal import horizontal_ewif
+from ewif.base import validate
 from ewif.plotting import style
-from ewif.theorems import best_k, sd_ewif, vertical_ewif
+from ewif.theory.horizontal import horizontal_ewif
+from ewif.theory.theorems import best_k, sd_ewif, vertical_ewif
 
 MAX_K = 200
 

@@ -1,6 +1,7 @@
 """The EWIF landscape of a cascade over two K entries (a heat map with the optimum marked).
 
-The data is :func:`ewif.landscape.landscape_around`'s :class:`~ewif.landscape.Landscape`;
+The data is :func:`ewif.search.landscape.landscape_around`'s
+:class:`~ewif.search.landscape.Landscape`;
 :func:`draw_landscape` draws it.
 """
 
@@ -11,15 +12,15 @@ from pathlib import Path
 
 import numpy as np
 
-from ewif.landscape import Landscape
 from ewif.plotting import style
+from ewif.search.landscape import Landscape
 
 
 def draw_landscape(
     land: Landscape, path: str | os.PathLike[str], *, title: str | None = None
 ) -> Path:
     """Draw a heat map of ``land.grid`` (EWIF, × autoregressive; computed by
-    :func:`ewif.landscape.landscape_around`) to ``path`` (PNG/SVG/PDF).
+    :func:`ewif.search.landscape.landscape_around`) to ``path`` (PNG/SVG/PDF).
 
     Axes are the two K entries (token budgets); contour lines and labels make levels
     readable in greyscale; a star marks the grid's maximum and a ring the configuration

@@ -1,7 +1,7 @@
 """A Monte Carlo run against the exact theory (the figure of ``csd simulate --plot``).
 
 The data (:class:`SimulationData`) is computed by :func:`simulate.plotting.simulation_data`
-from a simulation and its :class:`~ewif.cascade.Cascade`; :func:`draw_simulation` draws it.
+from a simulation and its :class:`~ewif.kernel.cascade.Cascade`; :func:`draw_simulation` draws it.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ set's drafters one at a time, each as the engine's method of its kind:
 * a neural drafter → the engine's draft-model method, drafting exactly ``k`` tokens per step
   (the settings that would stop drafts early, a minimum draft probability or confidence, are
   set to 0, so the engine does what ewif prices);
-* a proposer (Max-Gram: zero cost, :func:`ewif.batch.is_proposer`) → the engine's n-gram /
+* a proposer (Max-Gram: zero cost, :func:`ewif.predict.batch.is_proposer`) → the engine's n-gram /
   prompt-lookup method with ``k`` tokens per lookup: vLLM ``ngram`` (windows
   :data:`LOOKUP_MIN`..:data:`LOOKUP_MAX`), SGLang ``NGRAM`` (a chain: BFS breadth 1),
   TensorRT-LLM ``SA`` (suffix automaton, longest match), llama.cpp ``ngram-simple`` (lookup
@@ -21,13 +21,14 @@ Pricing, all exact (the model set's costs, catch-up flags and batched cost curve
 a draft model as the engine runs it, :attr:`ewif.serving.engines.Engine.drafting`: llama.cpp
 evaluates the target's batch again on the drafter every step):
 
-* no batch sizes: each drafter at its best ``k`` (:func:`ewif.search.best_sd`; for an engine
-  that re-evaluates, the best :func:`ewif.batch.batch_ratio` at batch 1 over
+* no batch sizes: each drafter at its best ``k`` (:func:`ewif.search.optimizer.best_sd`; for an
+  engine
+  that re-evaluates, the best :func:`ewif.predict.batch.batch_ratio` at batch 1 over
   ``k = 1..k_max``), scored by EWIF; the best drafter is emitted if its EWIF exceeds 1, else
   no speculation;
 * batch sizes ``B_1..B_n``: each drafter's best ``k`` at every ``B`` and the throughput ratio
-  against AR at that ``B`` (:func:`ewif.batch.best_draft_lengths`), merged into ranges
-  (:func:`ewif.batch.schedule`). An engine that takes a per-batch-size schedule gets it
+  against AR at that ``B`` (:func:`ewif.predict.batch.best_draft_lengths`), merged into ranges
+  (:func:`ewif.predict.batch.schedule`). An engine that takes a per-batch-size schedule gets it
   (vLLM always; TensorRT-LLM when the schedule's first ``k`` is its largest, as its validator
   demands); any other gets the one ``k`` of the highest mean ratio over the asked sizes
   (:func:`single_k`, ties: the smaller ``k``). Drafters are scored by the mean ratio over the
@@ -47,12 +48,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ewif import validate
-from ewif.batch import BatchChoice, ScheduleRange, batch_ratio, is_proposer
+from ewif.base import validate
+from ewif.predict.batch import BatchChoice, ScheduleRange, batch_ratio, is_proposer
 from ewif.serving.engines import Engine, engine
 
 if TYPE_CHECKING:
-    from ewif.io import ModelSet
+    from ewif.files.model_set import ModelSet
 
 #: The longest n-gram an engine's lookup matches (vLLM prompt_lookup_max, transformers
 #: max_matching_ngram_size, llama.cpp's fixed lookup n-gram). Max-Gram has no upper bound;
@@ -170,8 +171,8 @@ def single_k(
     k_max: int,
     drafting: str = "kv-cached",
 ) -> int:
-    """The ``k ∈ 0..k_max`` of the highest mean :func:`ewif.batch.batch_ratio` over ``sizes``
-    (ties: the smaller ``k``; 0 = do not speculate)."""
+    """The ``k ∈ 0..k_max`` of the highest mean :func:`ewif.predict.batch.batch_ratio` over
+    ``sizes`` (ties: the smaller ``k``; 0 = do not speculate)."""
     means = [
         np.mean([batch_ratio(model_set, drafter, k, b, drafting=drafting) for b in sizes])
         for k in range(k_max + 1)
@@ -182,9 +183,8 @@ def single_k(
 def plans(model_set: ModelSet, eng: Engine, sizes: Sequence[int] | None, k_max: int) -> list[Plan]:
     """Every drafter's best plain drafting on ``eng`` (module docstring), in the set's order;
     drafters without a measured acceptance against the target are skipped."""
-    from ewif.batch import best_draft_lengths, schedule
-    from ewif.cascade import Cascade
-    from ewif.search import best_sd
+    from ewif.predict.batch import best_draft_lengths, schedule
+    from ewif.search.optimizer import best_sd
 
     target, alpha = model_set.models[0], model_set.alpha[model_set.leniences[0]]
     out = []
@@ -197,7 +197,9 @@ def plans(model_set: ModelSet, eng: Engine, sizes: Sequence[int] | None, k_max: 
             sd = best_sd(model_set, [d])
             out.append(Plan(d, method, int(sd.K[0, 0]), sd.ewif))
             continue
-        if sizes is None:  # ewif.search prices no re-evaluating drafter: ewif.batch at B = 1
+        if (
+            sizes is None
+        ):  # ewif.search.optimizer prices no re-evaluating drafter: ewif.predict.batch at B = 1
             (one,) = best_draft_lengths(model_set, d, [1], k_max=k_max, drafting=drafting)
             k = max(one.k, 1)  # the best speculation, even if it loses to AR (then: none)
             out.append(Plan(d, method, k, batch_ratio(model_set, d, k, 1, drafting=drafting)))
@@ -215,7 +217,7 @@ def plans(model_set: ModelSet, eng: Engine, sizes: Sequence[int] | None, k_max: 
             ]
             emitted = None
         if drafting == "kv-cached":
-            ewif = Cascade.from_model_set(model_set, [target, d], [[k1]]).ewif() if k1 else 1.0
+            ewif = model_set.to_cascade([target, d], [[k1]]).ewif() if k1 else 1.0
         else:
             ewif = batch_ratio(model_set, d, k1, 1, drafting=drafting)
         out.append(Plan(d, method, k1, ewif, tuple(choices), emitted, ranges))
@@ -400,7 +402,7 @@ def _llama_cpp(plan: Plan, target: str, drafter: str) -> tuple[list, str, list[s
         notes.append(
             "--spec-draft-p-min 0 and --spec-draft-n-min 0 make every draft k tokens long, as "
             "priced; so is llama-server's drafter pass over the target's k + 1 positions each "
-            "step (ewif.batch drafting 'reevaluate')"
+            "step (ewif.predict.batch drafting 'reevaluate')"
         )
     elif plan.method == NGRAM:
         argv += ["--spec-type", "ngram-simple", "--spec-ngram-simple-size-n", str(LOOKUP_MAX)]

@@ -52,7 +52,7 @@ class Engine:
     flags or ``generate()`` keyword arguments); ``values``: the allowed values of options whose
     value is a name (e.g. a method); ``max_batch``: the largest batch size the engine runs
     speculation at (None: any); ``drafting``: how it runs a draft model, as
-    :func:`ewif.batch.batch_ratio` prices it (:data:`ewif.batch.DRAFTING`).
+    :func:`ewif.predict.batch.batch_ratio` prices it (:data:`ewif.predict.batch.DRAFTING`).
     """
 
     key: str

@@ -163,7 +163,7 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError("give MODEL ... (target first) to measure, or --from-metrics FILE")
     from transformers.utils import logging as hf_logging
 
-    from ewif import io as model_io
+    from ewif.files import model_set as model_io
     from realrun.numerics import measure_numerics
     from realrun.pipeline import split_prompts
     from realrun.results_tables import format_model_set
@@ -197,7 +197,7 @@ def _with_batch_costs(model_set, family, measuring, args: argparse.Namespace):
     (:func:`realrun.batched.measure_batch_costs`, on the measuring prompts)."""
     from dataclasses import replace
 
-    from ewif import validate
+    from ewif.base import validate
     from realrun.batched import measure_batch_costs
     from realrun.prompts import encode
 
@@ -217,7 +217,7 @@ def _with_batch_costs(model_set, family, measuring, args: argparse.Namespace):
 def _run_from_metrics(args: argparse.Namespace) -> int:
     """``--from-metrics``: α from an engine's counters and the given costs, written as a model
     set (:mod:`realrun.engine_metrics`; imports neither torch nor transformers)."""
-    from ewif import io as model_io
+    from ewif.files import model_set as model_io
     from realrun import engine_metrics as em
 
     names = tuple(args.models) or ("target", "drafter")

@@ -58,8 +58,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from transformers.utils import logging as hf_logging
 
-    from ewif import io as model_io
-    from ewif import results as results_io
+    from ewif.files import model_set as model_io
+    from ewif.files import results as results_io
     from realrun.pipeline import run_pipeline
     from realrun.results_tables import format_results
 
@@ -68,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
         from ewif.plotting import style
 
         style.output_path(args.plot)
-    from ewif import validate
+    from ewif.base import validate
 
     K = None if args.K is None else validate.json_matrix("--K", args.K)
     results = run_pipeline(
@@ -96,8 +96,7 @@ def run(args: argparse.Namespace) -> int:
 def _plots(results, path: Path) -> None:
     import numpy as np
 
-    from ewif.cascade import Cascade
-    from ewif.io import ModelSet
+    from ewif.files.model_set import ModelSet
     from ewif.plotting.calibration import compute_calibration, draw_calibration
     from ewif.plotting.decay import compute_decay, draw_decay
     from simulate.plotting import measured_curve
@@ -111,8 +110,8 @@ def _plots(results, path: Path) -> None:
     if csd is None:
         return
     model_set = ModelSet.from_dict(results.metadata["model_set"])
-    cascade = Cascade.from_model_set(
-        model_set, csd.config["models"], np.array(csd.config["K"]), csd.config["lenience"]
+    cascade = model_set.to_cascade(
+        csd.config["models"], np.array(csd.config["K"]), csd.config["lenience"]
     )
     data = compute_decay(cascade, measured=measured_curve(results, method=csd.name))
     draw_decay(

@@ -171,7 +171,7 @@ def run(args: argparse.Namespace) -> int:
                 data = replace(data, simulated=simulated)
             path = decay.draw_decay(data, args.output, title=args.title)
         else:
-            from ewif.landscape import landscape_of
+            from ewif.search.landscape import landscape_of
 
             entries = None
             if args.entries:
@@ -206,7 +206,7 @@ def _ewif_vs_k_inputs(args: argparse.Namespace, plotting) -> dict:
 
 
 def _matrix(text: str | None):
-    from ewif import validate
+    from ewif.base import validate
 
     return None if text is None else validate.json_matrix("--K", text)
 

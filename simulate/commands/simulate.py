@@ -2,7 +2,7 @@
 
 The configuration comes from a model-set file (``FILE``) or a preset (``--preset``); the
 cascade is, in order of precedence: ``--models``/``--K``/``--lenience`` given on the
-command line, the set's ``cascade`` section, or the configuration ``ewif.recommendation``
+command line, the set's ``cascade`` section, or the configuration ``ewif.search.recommendation``
 recommends with ``csd recommend``'s default search space. Exit status 0 when every
 quantity agrees with the exact theory (Bonferroni at ``--level``), 1 when some test
 rejects, 2 for bad input. The Bernoulli engine prices passes as the paper counts them, so a
@@ -64,8 +64,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _recommended(ms: Any, fill: str, lenience: float | None) -> tuple[Any, str, float]:
-    """What ``csd recommend`` picks by default (:func:`ewif.recommendation.recommend`)."""
-    from ewif.recommendation import recommend
+    """What ``csd recommend`` picks by default (:func:`ewif.search.recommendation.recommend`)."""
+    from ewif.search.recommendation import recommend
 
     rec = recommend(
         ms,
@@ -73,12 +73,11 @@ def _recommended(ms: Any, fill: str, lenience: float | None) -> tuple[Any, str, 
         fill=fill,
         hint="give the cascade with --models and --K (or a 'cascade' section)",
     )
-    return rec.cascade(), "recommended by ewif.recommendation", rec.best.lenience
+    return rec.cascade(), "recommended by ewif.search.recommendation", rec.best.lenience
 
 
 def _cascade(args: argparse.Namespace, ms: Any) -> tuple[Any, str, float]:
-    from ewif import validate
-    from ewif.cascade import Cascade
+    from ewif.base import validate
 
     models = None if args.models is None else tuple(m.strip() for m in args.models.split(","))
     K = None if args.K is None else validate.json_matrix("--K", args.K)
@@ -89,14 +88,14 @@ def _cascade(args: argparse.Namespace, ms: Any) -> tuple[Any, str, float]:
     lenience = args.lenience
     if lenience is None:
         lenience = ms.cascade.lenience if ms.cascade is not None else 1.0
-    cascade = Cascade.from_model_set(ms, models=models, K=K, lenience=lenience, fill=args.fill)
+    cascade = ms.to_cascade(models=models, K=K, lenience=lenience, fill=args.fill)
     how = "given on the command line" if K is not None else "the set's cascade section"
     return cascade, how, lenience
 
 
 def run(args: argparse.Namespace) -> int:
-    from ewif import limits, validate
-    from ewif.recommendation import load_model_set
+    from ewif.base import limits, validate
+    from ewif.search.recommendation import load_model_set
     from simulate.bernoulli import simulate
     from simulate.compare import compare_with_exact, default_max_position
 
@@ -206,7 +205,7 @@ def _replay(ms: Any, cascade: Any, lenience: float, seed: int) -> dict:
 
 
 def _human(out: dict, comparison: Any, level: float) -> str:
-    from ewif.text_table import table
+    from ewif.base.text_table import table
     from simulate.stats import normal_quantile
 
     c, r = out["cascade"], comparison.result

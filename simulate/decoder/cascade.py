@@ -1,6 +1,6 @@
 """Algorithm 1 (Cascade Speculative Drafting) at token level, with K, and its statistics.
 
-The algorithm is the one stated once, in the docstring of :mod:`ewif.cascade` (models
+The algorithm is the one stated once, in the docstring of :mod:`ewif.kernel.cascade` (models
 ``0..n`` largest first, the ``n × n`` budget matrix K with ``k_rj = K[r-1][j-1]``, review
 calls that build their draft block by block, leaves, ``fill="tokens"``: a nested block is
 filled until it holds **at least** ``k`` tokens). This module plays it on real tokens:
@@ -30,8 +30,8 @@ from time import perf_counter
 
 import numpy as np
 
-from ewif import validate
-from ewif.review_call import is_leaf
+from ewif.base import validate
+from ewif.kernel.budgets import is_leaf
 from simulate.decoder.interface import Proposer, TokenModel, common_prefix
 from simulate.decoder.sampling import Decoding, sample
 from simulate.decoder.verify import TokenLaw, greedy_verify, speculative_verify
@@ -56,7 +56,7 @@ class CascadeStats:
     * ``sources`` — labels (a Proposer's ``last_sources``, else its name) of the proposer
       tokens the target accepted;
     * ``pass_sizes[i][m]`` — passes of TokenModel ``i`` that fed ``m`` positions (the law
-      :meth:`ewif.cascade.Cascade.pass_sizes` gives per target step; empty for a Proposer);
+      :meth:`ewif.kernel.cascade.Cascade.pass_sizes` gives per target step; empty for a Proposer);
     * ``call_seconds[i]`` — wall time inside model ``i``'s ``logits`` (``propose``) calls;
       ``decode_seconds`` — wall time of the decoder's own verification and sampling; with
       the models' own pass timers they split a run's wall time (:mod:`realrun.books`).

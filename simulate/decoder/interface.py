@@ -1,6 +1,6 @@
 """The model interface the token-level cascade is written against.
 
-Two kinds of drafters exist (the terms: :mod:`ewif.cascade`, "Terms"):
+Two kinds of drafters exist (the terms: :mod:`ewif.kernel.cascade`, "Terms"):
 
 * :class:`TokenModel` — a neural model: a causal LM (real or seeded synthetic) that
   returns next-token logits. It may be a reviewer (one pass over a whole draft) or a leaf drafter

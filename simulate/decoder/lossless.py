@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 from tqdm import tqdm
 
-from ewif import validate
+from ewif.base import validate
 from simulate.decoder.cascade import CascadeDecoder
 from simulate.decoder.interface import TokenModel
 from simulate.decoder.sampling import Decoding

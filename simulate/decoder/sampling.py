@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ewif import validate
+from ewif.base import validate
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ewif import validate
+from ewif.base import validate
 
 
 class SyntheticLM:

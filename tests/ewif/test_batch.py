@@ -1,4 +1,4 @@
-"""Batch-aware SD (ewif.batch): B = 1 is today's EWIF, a hand-computed B = 2 case, the
+"""Batch-aware SD (ewif.predict.batch): B = 1 is today's EWIF, a hand-computed B = 2 case, the
 Monte Carlo witness with independent rows (simulate.batch) up to B = 8, the schedule against
 brute force, and bad input."""
 
@@ -7,9 +7,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ewif import io
-from ewif.batch import BatchCosts, batch_ratio, best_draft_lengths, is_proposer, schedule
-from ewif.cascade import Cascade
+from ewif.files import model_set as model_io
+from ewif.files.batch_costs import BatchCosts
+from ewif.predict.batch import batch_ratio, best_draft_lengths, is_proposer, schedule
 from simulate.batch import simulate_batch_sd
 
 # A target whose batched pass gets dearer with total positions, as on a CPU: nearly flat for
@@ -19,10 +19,10 @@ DRAFT = 0.2 * TARGET
 ALPHA = {"d": 0.75, "mag": 0.35}
 
 
-def model_set() -> io.ModelSet:
+def model_set() -> model_io.ModelSet:
     alpha = np.full((3, 3), np.nan)
     alpha[0, 1], alpha[0, 2], alpha[1, 2] = ALPHA["d"], ALPHA["mag"], 0.4
-    return io.ModelSet(
+    return model_io.ModelSet(
         models=("t", "d", "mag"),
         cost=np.array([1.0, DRAFT[0], 0.002]),
         cost_per_token=np.zeros(3),
@@ -38,10 +38,10 @@ def model_set() -> io.ModelSet:
 def test_batch_one_is_todays_ewif(drafter, k):
     ms = model_set()
     flags = [False, drafter == "d"]
-    sd = Cascade.from_model_set(ms, ["t", drafter], [[k]], catch_up=flags)
+    sd = ms.to_cascade(["t", drafter], [[k]], catch_up=flags)
     assert batch_ratio(ms, drafter, k, 1) == pytest.approx(sd.ewif(), rel=1e-12)
     if drafter == "d":
-        plain = Cascade.from_model_set(ms, ["t", "d"], [[k]], catch_up=[False, False]).ewif()
+        plain = ms.to_cascade(["t", "d"], [[k]], catch_up=[False, False]).ewif()
         assert batch_ratio(ms, "d", k, 1, catch_up=False) == pytest.approx(plain, rel=1e-12)
 
 
@@ -122,7 +122,7 @@ def test_recommend_prints_the_batch_schedule(tmp_path, capsys):
 
     from ewif import cli
 
-    path = io.save(model_set(), tmp_path / "set.json")
+    path = model_io.save(model_set(), tmp_path / "set.json")
     assert cli.main(["recommend", "--from", str(path), "--batch-sizes", "1,2,4,16", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)["batch_schedule"]
     assert [c["batch"] for c in out["d"]["by_batch"]] == [1, 2, 4, 16]
@@ -135,7 +135,7 @@ def test_recommend_prints_the_batch_schedule(tmp_path, capsys):
     assert "batch-aware plain SD with d: B=1" in capsys.readouterr().out
 
 
-def batched_set() -> io.ModelSet:
+def batched_set() -> model_io.ModelSet:
     """The set above with measured batched curves that differ from the batch-1 curve read at
     total positions: every row's positions cost extra (attention over B caches), +2 % per
     other row and position, so a review pass pays more of it than a one-position pass."""
@@ -146,7 +146,7 @@ def batched_set() -> io.ModelSet:
             for c in (TARGET, DRAFT)
         ]
         per_b[b] = (*rows, np.array([0.002]))
-    return io.ModelSet(**{**vars(model_set()), "batch_costs": BatchCosts(per_b)})
+    return model_io.ModelSet(**{**vars(model_set()), "batch_costs": BatchCosts(per_b)})
 
 
 def test_batch_costs_read_like_curves_in_m_and_linearly_in_b():
@@ -172,7 +172,7 @@ def test_batched_curves_equal_to_the_total_position_reading_change_nothing():
     """Batched curves built as c(B, m) = c(B·m) of an affine batch-1 curve give exactly the
     ratio of the batch-1 reading (fractional m included: both are linear there)."""
     line = 1.0 + 0.05 * np.arange(48)
-    base = io.ModelSet(
+    base = model_io.ModelSet(
         **{
             **vars(model_set()),
             "cost_curve": (line, 0.2 * line, np.array([0.002])),
@@ -182,7 +182,7 @@ def test_batched_curves_equal_to_the_total_position_reading_change_nothing():
     per_b = {
         b: (line[b - 1 :: b][:6], 0.2 * line[b - 1 :: b][:6], np.array([0.002])) for b in (1, 2, 4)
     }
-    batched = io.ModelSet(**{**vars(base), "batch_costs": BatchCosts(per_b)})
+    batched = model_io.ModelSet(**{**vars(base), "batch_costs": BatchCosts(per_b)})
     for b, k in [(1, 3), (2, 2), (4, 1)]:
         assert batch_ratio(batched, "d", k, b) == pytest.approx(batch_ratio(base, "d", k, b))
 
@@ -193,7 +193,9 @@ def test_reevaluation_curves_price_the_one_row_pass():
         b: tuple(c * (0.5 if i == 1 else 1.0) for i, c in enumerate(per))
         for b, per in ms.batch_costs.curves.items()
     }
-    one_row = io.ModelSet(**{**vars(ms), "batch_costs": BatchCosts(ms.batch_costs.curves, cheaper)})
+    one_row = model_io.ModelSet(
+        **{**vars(ms), "batch_costs": BatchCosts(ms.batch_costs.curves, cheaper)}
+    )
     bc, a = one_row.batch_costs, ALPHA["d"]
     want = (
         (1 + a + a * a)
@@ -205,10 +207,12 @@ def test_reevaluation_curves_price_the_one_row_pass():
     assert got > batch_ratio(ms, "d", 2, 2, drafting="reevaluate")
     est = simulate_batch_sd(one_row, "d", 2, 4, steps=20_000, drafting="reevaluate", seed=3)
     assert est.contains(batch_ratio(one_row, "d", 2, 4, drafting="reevaluate"))
-    back = io.ModelSet.from_dict(one_row.to_dict())
+    back = model_io.ModelSet.from_dict(one_row.to_dict())
     assert back.batch_costs.reevaluate_dict() == bc.reevaluate_dict()
     with pytest.raises(ValueError, match="batch_reevaluate_curve needs batch_cost_curve"):
-        io.ModelSet.from_dict({**model_set().to_dict(), "batch_reevaluate_curve": {"1": [[1]]}})
+        model_io.ModelSet.from_dict(
+            {**model_set().to_dict(), "batch_reevaluate_curve": {"1": [[1]]}}
+        )
     with pytest.raises(ValueError, match="one curve per model"):
         BatchCosts(ms.batch_costs.curves, {1: (np.ones(2),)})
 

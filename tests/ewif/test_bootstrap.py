@@ -1,5 +1,5 @@
-"""Bootstrap prediction intervals (ewif.bootstrap): coverage of a simulated truth, resampling
-whole prompts (not positions), cost standard errors, determinism, files and bad input."""
+"""Bootstrap prediction intervals (ewif.predict.bootstrap): coverage of a simulated truth,
+resampling whole prompts (not positions), cost standard errors, determinism, files and bad input."""
 
 from __future__ import annotations
 
@@ -8,22 +8,23 @@ import dataclasses
 import numpy as np
 import pytest
 
-from ewif import io
-from ewif.bootstrap import BootstrapData, prediction_interval, replicate_sets
-from ewif.cascade import Cascade
-from ewif.pass_cost import max_row_cost
+from ewif.files import model_set as model_io
+from ewif.files.bootstrap_data import BootstrapData
+from ewif.kernel.cascade import Cascade
+from ewif.kernel.pass_cost import max_row_cost
+from ewif.predict.bootstrap import prediction_interval, replicate_sets
 
 CURVES = [[1.0, 1.1, 1.25, 1.4], [0.12, 0.13, 0.15], [0.0]]
 TRUE_ALPHA = 0.6  # the population mean of the drafter's acceptance over prompts
 PROMPTS, POSITIONS = 8, 32
 
 
-def model_set(rows: np.ndarray, stderr=None) -> io.ModelSet:
+def model_set(rows: np.ndarray, stderr=None) -> model_io.ModelSet:
     """SD target ← drafter ``d`` (plus an unused Max-Gram) with α from per-prompt rows."""
     alpha = np.full((3, 3), np.nan)
     alpha[0, 1] = rows[:, 0].sum() / rows[:, 1].sum()
     alpha[0, 2], alpha[1, 2] = 0.3, 0.4
-    return io.ModelSet(
+    return model_io.ModelSet(
         models=("t", "d", "mag"),
         cost=np.array([c[0] for c in CURVES]),
         cost_per_token=np.zeros(3),
@@ -124,7 +125,7 @@ def test_interval_is_deterministic_and_brackets_the_point():
     a = prediction_interval(ms, ["t", "d"], [[3]], seed=5)
     b = prediction_interval(ms, ["t", "d"], [[3]], seed=5)
     assert a == b and a.low < a.point < a.high and a.level == 0.9
-    assert a.point == pytest.approx(Cascade.from_model_set(ms, ["t", "d"], [[3]]).ewif())
+    assert a.point == pytest.approx(ms.to_cascade(["t", "d"], [[3]]).ewif())
     assert "×" in a.describe() and f"{a.low:.2f}" in a.describe()
 
 
@@ -163,11 +164,11 @@ def test_replicates_draw_the_row_cost_with_the_curves():
 def test_bootstrap_round_trips_through_a_file(tmp_path):
     rows = simulated_prompts(np.random.default_rng(4))
     ms = model_set(rows, (np.zeros(4), np.full(3, 0.001), np.zeros(1)))
-    back = io.load(io.save(ms, tmp_path / "set.json"))
+    back = model_io.load(model_io.save(ms, tmp_path / "set.json"))
     assert back.bootstrap.to_dict() == ms.bootstrap.to_dict() and back.bootstrap.prompts == 8
     data = ms.to_dict() | {"schema": "csd.models/2"}
     with pytest.raises(ValueError, match=r"bootstrap needs schema 'csd\.models/3'"):
-        io.ModelSet.from_dict(data, source="f.json")
+        model_io.ModelSet.from_dict(data, source="f.json")
 
 
 @pytest.mark.parametrize(
@@ -200,7 +201,7 @@ def test_bootstrap_must_fit_its_model_set_and_exist():
         BootstrapData.from_dict({"acceptance_by_prompt": {"x": [[1, 2], [1, 2]]}})
 
 
-def timed_proposer_set(rng: np.random.Generator, rel: float) -> tuple[io.ModelSet, float]:
+def timed_proposer_set(rng: np.random.Generator, rel: float) -> tuple[model_io.ModelSet, float]:
     """SD with a free proposer, α exact, timed as ``realrun.measure`` times it: the unit (one
     AR token) and the target's passes each measured with relative error ``rel``, each its own
     measurement; returns the model set and the EWIF of the true curve."""
@@ -214,7 +215,7 @@ def timed_proposer_set(rng: np.random.Generator, rel: float) -> tuple[io.ModelSe
     alpha = np.full((2, 2), np.nan)
     alpha[0, 1] = 0.5
     rows = np.array([[16.0, 32.0]] * PROMPTS)  # α has no sampling error
-    ms = io.ModelSet(
+    ms = model_io.ModelSet(
         models=("t", "mag"),
         cost=np.array([1.0, 0.001]),
         cost_per_token=np.zeros(2),

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ewif import Pgf, horizontal_ewif, phi, sd_ewif, vertical_ewif
-from ewif.cascade import Cascade
+from ewif.kernel.cascade import Cascade
 
 NAN = np.nan
 prob = st.floats(0.0, 1.0)
@@ -239,14 +239,14 @@ def test_bad_configurations(alpha, cost, K, match):
 def test_bad_fill_and_model_set_errors():
     with pytest.raises(ValueError, match="fill"):
         Cascade(alpha_matrix(1, {(0, 1): 0.5}), [1, 0.1], [[3]], fill="blocks")
-    from ewif.presets import load_preset
+    from ewif.files.presets import load_preset
 
     ms = load_preset("flan-t5-ms")
     with pytest.raises(ValueError, match="lenience 2"):
-        Cascade.from_model_set(ms, lenience=2)
+        ms.to_cascade(lenience=2)
     with pytest.raises(ValueError, match="unknown model"):
-        Cascade.from_model_set(ms, models=["flan-t5-xxl", "nope"], K=[[3]])
+        ms.to_cascade(models=["flan-t5-xxl", "nope"], K=[[3]])
     with pytest.raises(ValueError, match="start with the target"):
-        Cascade.from_model_set(ms, models=["flan-t5-base", "mag"], K=[[3]])
-    c = Cascade.from_model_set(ms)  # the preset's cascade section (paper's Table 5 setting)
+        ms.to_cascade(models=["flan-t5-base", "mag"], K=[[3]])
+    c = ms.to_cascade()  # the preset's cascade section (paper's Table 5 setting)
     assert c.names == ms.models and c.K.tolist() == [[8, 13, 10], [0, 1, 10], [0, 0, 10]]

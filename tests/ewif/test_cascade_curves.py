@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ewif import Pgf
-from ewif.cascade import Cascade
-from ewif.theorems import phi
+from ewif.kernel.cascade import Cascade
+from ewif.theory.theorems import phi
 from tests.ewif.test_cascade import alpha_matrix, enumerate_call
 
 NAN = np.nan
@@ -127,15 +127,15 @@ def test_pass_sizes_are_exact_and_add_up():
     assert sizes[1].support.min() == 5  # drafter 1 reviews 4 leaf tokens: m = 5
 
 
-def test_from_model_set_uses_the_curves():
+def test_to_cascade_uses_the_curves():
     import dataclasses
 
-    from ewif.presets import load_preset
+    from ewif.files.presets import load_preset
 
     ms = load_preset("flan-t5-ms")
     curves = ([1.0, 1.1, 1.5], [ms.cost[1], 0.03], [ms.cost[2]], [0.0])
     cs = dataclasses.replace(ms, cost_curve=tuple(np.array(c) for c in curves))
-    c = Cascade.from_model_set(cs, models=["flan-t5-xxl", "flan-t5-small"], K=[[4]])
+    c = cs.to_cascade(models=["flan-t5-xxl", "flan-t5-small"], K=[[4]])
     assert [x.tolist() for x in c.cost_curve] == [curves[0], curves[2]]
     # review of 4 tokens: m = 5, two steps of 0.4 beyond the last point m = 3
     assert c.expected_cost() == pytest.approx(1.5 + 0.4 * 2 + 4 * ms.cost[2], rel=1e-14)

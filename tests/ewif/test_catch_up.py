@@ -1,4 +1,4 @@
-"""The catch-up pass in the exact theory (Theorem CU, :mod:`ewif.catch_up`): closed forms,
+"""The catch-up pass in the exact theory (Theorem CU, :mod:`ewif.kernel.catch_up`): closed forms,
 exact brute-force enumeration, invariants, and the optimizer under catch-up."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ewif.cascade import Cascade
-from ewif.explain import review_sizes
-from ewif.pass_cost import max_row_cost
+from ewif.kernel.cascade import Cascade
+from ewif.kernel.pass_cost import max_row_cost
+from ewif.search.explain import review_sizes
 from simulate.fed_positions import FedPositions
 
 CURVES3 = [[1.0, 1.1, 1.25, 1.4, 1.6, 1.7], [0.3, 0.55, 0.6, 0.7], [0.05, 0.09]]
@@ -248,8 +248,8 @@ def test_optimizer_matches_brute_force_with_row_cost(fill: str, h: float) -> Non
     the measured curve (h = 0.06 > 0.02, 0.03)."""
     import itertools
 
-    from ewif.io import ModelSet
-    from ewif.search import optimize
+    from ewif.files.model_set import ModelSet
+    from ewif.search.optimizer import optimize
 
     alpha = np.array([[0, 0.8, 0.55], [0, 0, 0.7], [0, 0, 0]])
     curves = [[1.0, 1.02, 1.05, 1.3, 1.5, 1.9], [0.25, 0.4, 0.42, 0.45], [0.02, 0.03]]
@@ -267,10 +267,10 @@ def test_optimizer_matches_brute_force_with_row_cost(fill: str, h: float) -> Non
     brute = []
     for k in itertools.product(range(1, 6), repeat=3):
         K = [[k[0], k[1]], [0, k[2]]]
-        brute.append(Cascade.from_model_set(ms, K=K, fill=fill).ewif())
+        brute.append(ms.to_cascade(K=K, fill=fill).ewif())
     brute.sort(reverse=True)
     assert [c.ewif for c in result.table] == pytest.approx(brute[:5], rel=1e-12)
-    best = Cascade.from_model_set(ms, K=result.best.K, fill=fill)
+    best = ms.to_cascade(K=result.best.K, fill=fill)
     assert best.ewif() > best.with_row_cost(None).ewif()  # the rows not returned are saved
 
 
@@ -281,7 +281,7 @@ def test_optimizer_matches_brute_force(fill: str, dip: bool) -> None:
     drafter's measured curve dips (the bound then uses its lower envelope)."""
     import itertools
 
-    from ewif.search import optimize
+    from ewif.search.optimizer import optimize
 
     alpha = np.array([[0, 0.8, 0.55], [0, 0, 0.7], [0, 0, 0]])
     drafter = [0.25, 0.2, 0.42, 0.45] if dip else [0.25, 0.4, 0.42, 0.45]

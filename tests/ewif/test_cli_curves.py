@@ -90,13 +90,12 @@ def test_bad_curves_exit_2_with_one_line(capsys, tmp_path, curves, match):
 def test_evaluate_at_a_generation_length(capsys, tmp_path):
     """``--max-new-tokens N`` adds the exact EWIF of an N-token generation (Theorem FL): below
     the endless one, equal to Cascade.ewif(N); a bad N exits 2 with one line."""
-    from ewif import io
-    from ewif.cascade import Cascade
+    from ewif.files import model_set as model_io
 
     path = write(tmp_path, "curves.json")
     rc, out, _ = run(capsys, "evaluate", path, "--max-new-tokens", "16", "--json")
     data = json.loads(out)
-    want = Cascade.from_model_set(io.load(path)).ewif(16)
+    want = model_io.load(path).to_cascade().ewif(16)
     assert rc == 0 and data["ewif_at_length"] == pytest.approx(want, rel=1e-12)
     assert data["ewif_at_length"] < data["ewif"]
     rc, out, _ = run(capsys, "evaluate", path, "--max-new-tokens", "16")

@@ -19,8 +19,8 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ewif import presets
 from ewif.cli import main
+from ewif.files import presets
 
 BASE = presets.load_preset("flan-t5-ms").to_dict()  # csd.models/2, with a cascade section
 CURVES = [[1.0, 1.02, 1.05], [0.0227, 0.0231], [0.0070], [0.0]]

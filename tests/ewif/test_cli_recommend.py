@@ -8,8 +8,9 @@ import struct
 import pytest
 import yaml
 
-from ewif import io, presets
 from ewif.cli import main
+from ewif.files import model_set as model_io
+from ewif.files import presets
 
 
 def run(capsys, *argv):
@@ -45,7 +46,7 @@ def test_recommend_json_is_consistent(capsys):
 @pytest.mark.parametrize("suffix", [".json", ".yaml"])
 def test_recommend_from_file_and_evaluate(capsys, tmp_path, suffix):
     ms = presets.load_preset("flan-t5-ms")
-    path = io.save(ms, tmp_path / f"set{suffix}")
+    path = model_io.save(ms, tmp_path / f"set{suffix}")
     rc, out, _ = run(
         capsys, "recommend", "--from", str(path), "--json", "--k-max", "6", "--lenience", "3"
     )
@@ -95,7 +96,7 @@ def test_bad_input_exit_2(capsys, tmp_path):
         )
     )
     assert run(capsys, "recommend", "--from", str(broken))[0] == 2
-    nosec = io.save(presets.load_preset("t5-cnndm-ms"), tmp_path / "nosec.json")
+    nosec = model_io.save(presets.load_preset("t5-cnndm-ms"), tmp_path / "nosec.json")
     rc, _, err = run(capsys, "evaluate", str(nosec))
     assert rc == 2 and "no 'cascade' section" in err
     assert run(capsys, "recommend", "--k-max", "0")[0] == 2

@@ -115,7 +115,7 @@ def test_recommender_says_when_its_space_misses_a_better_plain_sd(capsys):
     ],
 )
 def test_numpy_reprs_never_reach_a_message(call, shown):
-    from ewif import validate
+    from ewif.base import validate
 
     with pytest.raises(ValueError) as info:
         call(validate)

@@ -1,4 +1,4 @@
-"""EWIF of an N-token generation (Theorem FL, :mod:`ewif.finite_length`): closed forms, exact
+"""EWIF of an N-token generation (Theorem FL, :mod:`ewif.kernel.finite_length`): closed forms, exact
 enumeration of the explicit-sequence player, the Monte Carlo witness, limits, bad input."""
 
 from __future__ import annotations
@@ -10,14 +10,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ewif.cascade import Cascade
-from ewif.finite_length import (
+from ewif.kernel.cascade import Cascade
+from ewif.kernel.finite_length import (
     expected_steps,
     first_pass_leads,
-    generation_cost,
     renewal_mass,
 )
-from ewif.pass_cost import PassCost
+from ewif.kernel.pass_cost import PassCost
 from simulate.fed_positions import FedPositions
 from tests.ewif.test_catch_up import BRUTE, CURVES3, _curves, _More, _Script, cascades
 
@@ -56,10 +55,10 @@ def test_sd_closed_form(alpha: float) -> None:
     B = c₀(2) + c₁(2) (a step after an accepted draft: the drafter feeds 2 positions)."""
     c = Cascade([[0, alpha], [0, 0]], None, [[1]], cost_curve=SD_CURVES, catch_up=[False, True])
     A, B = 1.2 + 0.2, 1.2 + 0.35
-    assert generation_cost(c, 1) == pytest.approx(A, rel=1e-14)
-    assert generation_cost(c, 2) == pytest.approx((2 - alpha) * A, rel=1e-14)
+    assert c.generation_cost(1) == pytest.approx(A, rel=1e-14)
+    assert c.generation_cost(2) == pytest.approx((2 - alpha) * A, rel=1e-14)
     three = A + alpha * B + (1 - alpha) * A + (1 - alpha) ** 2 * A
-    assert generation_cost(c, 3) == pytest.approx(three, rel=1e-14)
+    assert c.generation_cost(3) == pytest.approx(three, rel=1e-14)
     assert c.ewif(3) == pytest.approx(3 / three, rel=1e-14)
     assert c.ewif(1) == pytest.approx(1 / A, rel=1e-14)
 
@@ -106,7 +105,7 @@ def test_matches_brute_force_enumeration(alpha, K, fill, n: int, h: float) -> No
     rows = [0.0] + [h] * m
     c = Cascade(alpha, None, K, cost_curve=curves, fill=fill, catch_up=flags, row_cost=rows)
     brute = _brute_force_cost(alpha, K, fill, flags, curves, n, rows)
-    assert generation_cost(c, n) == pytest.approx(brute, rel=1e-12)
+    assert c.generation_cost(n) == pytest.approx(brute, rel=1e-12)
 
 
 @settings(max_examples=20, deadline=None, derandomize=True)
@@ -121,7 +120,7 @@ def test_matches_monte_carlo_witness(config, n: int, h: float) -> None:
     player = FedPositions(alpha, K, fill, flags, _price(curves, rows), seed=n)
     costs = player.generation_costs(1500, n)
     half = 3.2905 * costs.std(ddof=1) / math.sqrt(costs.size)
-    assert abs(generation_cost(c, n) - costs.mean()) <= half + 1e-12
+    assert abs(c.generation_cost(n) - costs.mean()) <= half + 1e-12
 
 
 def test_witness_fails_without_the_surplus() -> None:
@@ -136,7 +135,7 @@ def test_witness_fails_without_the_surplus() -> None:
     half = 3.2905 * costs.std(ddof=1) / math.sqrt(costs.size)
     endless = 8 * c.expected_cost() / c.expected_tokens()
     assert abs(endless - costs.mean()) > half
-    assert abs(generation_cost(c, 8) - costs.mean()) <= half
+    assert abs(c.generation_cost(8) - costs.mean()) <= half
 
 
 def test_long_generations_tend_to_the_endless_ewif() -> None:
@@ -149,7 +148,7 @@ def test_long_generations_tend_to_the_endless_ewif() -> None:
         catch_up=[False, True, False],
     )
     rate = c.expected_cost() / c.expected_tokens()
-    gaps = [generation_cost(c, n) - n * rate for n in (200, 400, 800)]
+    gaps = [c.generation_cost(n) - n * rate for n in (200, 400, 800)]
     assert max(gaps) - min(gaps) < 1e-6
     assert c.ewif(4000) == pytest.approx(c.ewif(), rel=2e-3)
     assert c.ewif(32) < c.ewif()
@@ -173,7 +172,7 @@ def test_workload() -> None:
     """A workload of lengths is Σ n / Σ E[C(n)], whatever the order."""
     c = Cascade([[0, 0.7], [0, 0]], None, [[3]], cost_curve=SD_CURVES, catch_up=[False, True])
     lengths = [5, 32, 5, 17]
-    want = sum(lengths) / sum(generation_cost(c, n) for n in lengths)
+    want = sum(lengths) / sum(c.generation_cost(n) for n in lengths)
     assert c.ewif(lengths) == pytest.approx(want, rel=1e-14)
     assert c.ewif(np.array(lengths[::-1])) == pytest.approx(want, rel=1e-14)
 

@@ -7,8 +7,8 @@ import json
 import numpy as np
 import pytest
 
-from ewif import io
-from ewif.presets import load_preset, names
+from ewif.files import model_set as model_io
+from ewif.files.presets import load_preset, names
 
 CURVES = [[1.0, 1.02, 1.05, 1.09], [0.0227, 0.0231], [0.007], [0.0]]
 
@@ -31,14 +31,14 @@ def curve_dict(**changes):
 
 @pytest.mark.parametrize("suffix", [".json", ".yaml"])
 def test_round_trip_with_curves(tmp_path, suffix):
-    ms = io.ModelSet.from_dict(curve_dict())  # cost omitted: the curves' m = 1 values
+    ms = model_io.ModelSet.from_dict(curve_dict())  # cost omitted: the curves' m = 1 values
     assert ms.cost.tolist() == [1.0, 0.0227, 0.007, 0.0]
     assert ms.cost_per_token.tolist() == [0, 0, 0, 0]
-    back = io.load(io.save(ms, tmp_path / f"set{suffix}"))
+    back = model_io.load(model_io.save(ms, tmp_path / f"set{suffix}"))
     assert [c.tolist() for c in back.cost_curve] == CURVES
     assert back.cost.tolist() == ms.cost.tolist()
     assert back.pass_cost.at(0, 6) == pytest.approx(1.17)  # 1.09 + 2 * 0.04
-    assert back.to_dict()["schema"] == io.SCHEMA == "csd.models/5"
+    assert back.to_dict()["schema"] == model_io.SCHEMA == "csd.models/5"
 
 
 def test_old_schema_reads_with_the_same_meaning(tmp_path):
@@ -47,10 +47,10 @@ def test_old_schema_reads_with_the_same_meaning(tmp_path):
     data["schema"] = "csd.models/1"
     path = tmp_path / "old.json"
     path.write_text(json.dumps(data))
-    old = io.load(path)
+    old = model_io.load(path)
     assert old.cost_curve is None and old.pass_cost.kind == "affine"
     assert old.cost.tolist() == ms.cost.tolist()
-    assert io.save(old, tmp_path / "new.json").read_text().count('"csd.models/5"') == 1
+    assert model_io.save(old, tmp_path / "new.json").read_text().count('"csd.models/5"') == 1
     for name in names():  # the presets (csd.models/1 files) still read
         assert load_preset(name).cost_curve is None
 
@@ -73,9 +73,9 @@ def test_old_schema_reads_with_the_same_meaning(tmp_path):
 )
 def test_bad_curve_files(changes, match):
     with pytest.raises(ValueError, match=match):
-        io.ModelSet.from_dict(curve_dict(**changes), source="f.json")
+        model_io.ModelSet.from_dict(curve_dict(**changes), source="f.json")
     with pytest.raises(ValueError, match=r"^f\.json: "):
-        io.ModelSet.from_dict(curve_dict(**changes), source="f.json")
+        model_io.ModelSet.from_dict(curve_dict(**changes), source="f.json")
 
 
 def test_model_set_validates_curves_directly():
@@ -92,37 +92,39 @@ def test_model_set_validates_curves_directly():
 
 @pytest.mark.parametrize("suffix", [".json", ".yaml"])
 def test_row_cost_round_trips_and_reaches_the_cascade(tmp_path, suffix):
-    from ewif.cascade import Cascade
 
     flags = [False, True, True, False]
     rows = [0, 0.0003, 0, 0]  # at most b's curve's slope, 0.0004: its extension is unchanged
     data = curve_dict(schema="csd.models/5", catch_up=flags, row_cost=rows)
-    back = io.load(io.save(io.ModelSet.from_dict(data), tmp_path / f"set{suffix}"))
+    back = model_io.load(
+        model_io.save(model_io.ModelSet.from_dict(data), tmp_path / f"set{suffix}")
+    )
     assert back.row_cost.tolist() == rows
     assert back.pass_cost.row_cost.tolist() == rows
     K = [[2, 0], [0, 1]]
-    priced = Cascade.from_model_set(back, ["t", "b", "m"], K)
-    older = io.ModelSet.from_dict(curve_dict(schema="csd.models/4", catch_up=flags))
-    unpriced = Cascade.from_model_set(older, ["t", "b", "m"], K)
+    priced = back.to_cascade(["t", "b", "m"], K)
+    older = model_io.ModelSet.from_dict(curve_dict(schema="csd.models/4", catch_up=flags))
+    unpriced = older.to_cascade(["t", "b", "m"], K)
     saved = 0.0003 * priced.catch_up_positions(1)
     assert saved > 0
     assert priced.expected_cost() == pytest.approx(unpriced.expected_cost() - saved, rel=1e-12)
-    assert io.ModelSet.from_dict(curve_dict()).row_cost is None  # older files: every row priced
+    assert (
+        model_io.ModelSet.from_dict(curve_dict()).row_cost is None
+    )  # older files: every row priced
 
 
 @pytest.mark.parametrize("suffix", [".json", ".yaml"])
 def test_catch_up_flags_round_trip_and_reach_the_cascade(tmp_path, suffix):
-    from ewif.cascade import Cascade
 
-    ms = io.ModelSet.from_dict(
+    ms = model_io.ModelSet.from_dict(
         curve_dict(schema="csd.models/3", catch_up=[False, True, True, False])
     )
-    back = io.load(io.save(ms, tmp_path / f"set{suffix}"))
+    back = model_io.load(model_io.save(ms, tmp_path / f"set{suffix}"))
     assert back.catch_up == (False, True, True, False)
-    assert io.ModelSet.from_dict(curve_dict()).catch_up is None  # /2 files: the paper's m
+    assert model_io.ModelSet.from_dict(curve_dict()).catch_up is None  # /2 files: the paper's m
     K = [[2, 0], [0, 1]]
-    on = Cascade.from_model_set(back, ["t", "b", "m"], K)
-    off = Cascade.from_model_set(back, ["t", "b", "m"], K, catch_up=[False] * 3)
+    on = back.to_cascade(["t", "b", "m"], K)
+    off = back.to_cascade(["t", "b", "m"], K, catch_up=[False] * 3)
     assert on.catch_up.tolist() == [False, True, False]
     assert on.expected_cost() > off.expected_cost()  # the base drafter feeds more positions
 
@@ -137,22 +139,24 @@ def test_catch_up_flags_round_trip_and_reach_the_cascade(tmp_path, suffix):
 )
 def test_bad_catch_up_flags(changes, match):
     with pytest.raises(ValueError, match=rf"^f\.json: .*{match}"):
-        io.ModelSet.from_dict(curve_dict(**changes), source="f.json")
+        model_io.ModelSet.from_dict(curve_dict(**changes), source="f.json")
 
 
 def test_batch_cost_curve_round_trips_and_needs_schema_4(tmp_path):
-    from ewif.batch import BatchCosts
+    from ewif.files.batch_costs import BatchCosts
 
     data = curve_dict(schema="csd.models/3", catch_up=[False, True, True, False])
-    three = io.ModelSet.from_dict(data, source="f.json")  # a /3 file still reads
+    three = model_io.ModelSet.from_dict(data, source="f.json")  # a /3 file still reads
     assert three.batch_costs is None and three.catch_up == (False, True, True, False)
     per_b = {2: ([1.3, 1.45], [0.03, 0.04], [0.008], [0.0]), 4: ([1.6], [0.05], [0.01], [0.0])}
     batched = {**data, "schema": "csd.models/4", "batch_cost_curve": per_b}
-    ms = io.ModelSet.from_dict(batched, source="f.json")
+    ms = model_io.ModelSet.from_dict(batched, source="f.json")
     assert isinstance(ms.batch_costs, BatchCosts) and ms.batch_costs.at(0, 2, 2) == 1.45
-    back = io.load(io.save(ms, tmp_path / "b.json"))
+    back = model_io.load(model_io.save(ms, tmp_path / "b.json"))
     assert back.batch_costs.to_dict() == ms.batch_costs.to_dict()
     with pytest.raises(ValueError, match=r"batch_cost_curve needs schema 'csd.models/4'"):
-        io.ModelSet.from_dict({**batched, "schema": "csd.models/3"}, source="f.json")
+        model_io.ModelSet.from_dict({**batched, "schema": "csd.models/3"}, source="f.json")
     with pytest.raises(ValueError, match=r"^f\.json: batch_cost_curve must hold one curve per"):
-        io.ModelSet.from_dict({**batched, "batch_cost_curve": {2: [[1.0]] * 3}}, source="f.json")
+        model_io.ModelSet.from_dict(
+            {**batched, "batch_cost_curve": {2: [[1.0]] * 3}}, source="f.json"
+        )

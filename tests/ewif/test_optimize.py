@@ -9,11 +9,10 @@ import numpy as np
 import pytest
 
 from ewif import best_k
-from ewif.cascade import Cascade
-from ewif.landscape import landscape_around
-from ewif.presets import load_preset
-from ewif.search import as_model_set, best_sd, optimize
-from ewif.space import paper_bounds
+from ewif.files.presets import load_preset
+from ewif.search.landscape import landscape_around
+from ewif.search.optimizer import as_model_set, best_sd, optimize
+from ewif.search.space import paper_bounds
 
 NAN = np.nan
 
@@ -39,7 +38,7 @@ def brute(ms, K_iter, fill):
     for lenience in ms.leniences:
         for K in K_iter():
             try:
-                e = Cascade.from_model_set(ms, ms.models, K, lenience, fill=fill).ewif()
+                e = ms.to_cascade(ms.models, K, lenience, fill=fill).ewif()
             except ValueError:
                 continue  # unused drafter or empty target row
             if e > best[0]:
@@ -95,7 +94,7 @@ def test_paper_space_full_bounds_two_strategies_agree_and_table_is_exact():
     ewifs = [c.ewif for c in ex.table]
     assert ewifs == sorted(ewifs, reverse=True) and len(ex.table) == 8
     for c in ex.table:  # every row is an exact Cascade evaluation of its configuration
-        assert Cascade.from_model_set(ms, c.models, c.K, c.lenience).ewif() == c.ewif
+        assert ms.to_cascade(c.models, c.K, c.lenience).ewif() == c.ewif
 
 
 def test_subsets_and_missing_alphas():
@@ -110,7 +109,7 @@ def test_subsets_and_missing_alphas():
                 K = np.zeros((n, n), dtype=int)
                 K[np.triu_indices(n)] = ks
                 for lenience in ms.leniences:
-                    best = max(best, Cascade.from_model_set(ms, models, K, lenience).ewif())
+                    best = max(best, ms.to_cascade(models, K, lenience).ewif())
     assert got.best.ewif == pytest.approx(best, rel=1e-12)
     # T5 presets have no drafter-vs-drafter alphas: only target-reviewed blocks are searched
     t5 = load_preset("t5-cnndm-ms")
@@ -135,7 +134,7 @@ def test_landscape_grid_is_exact():
     i, j = 3, 6
     K = r.best.K.copy()
     K[r1 - 1, j1 - 1], K[r2 - 1, j2 - 1] = land.x[i], land.y[j]
-    expect = Cascade.from_model_set(ms, r.best.models, K, r.best.lenience).ewif()
+    expect = ms.to_cascade(r.best.models, K, r.best.lenience).ewif()
     assert land.grid[i, j] == expect
     assert np.nanmax(land.grid) >= r.best.ewif - 1e-12
 
@@ -159,10 +158,9 @@ def test_bad_arguments(kwargs, match):
 
 
 def test_bound_specs_read_alike_by_the_search_and_its_size_check():
-    """One reader of bound specs (ewif.space.bound_values): a tuple is an inclusive range, a
-    list its values, for optimize and for limits.search alike."""
-    from ewif import limits
-    from ewif.space import bound_values
+    """One reader of bound specs (ewif.search.space.bound_values): a tuple is an inclusive range, a
+    list its values, for optimize and for space_size alike."""
+    from ewif.search.space import bound_values, space_size
 
     assert bound_values("b", (2, 4)) == (2, 3, 4)
     assert bound_values("b", [4, 2]) == (2, 4)
@@ -173,6 +171,6 @@ def test_bound_specs_read_alike_by_the_search_and_its_size_check():
     ms = toy_set()
     bounds = {(1, 1): [1, 5], (1, 2): (0, 2)}
     r = optimize(ms, bounds=bounds, leniences=[1.0], subsets=False, method="exhaustive")
-    size = limits.search(ms.alpha, 4, bounds, [1.0], hint="")
+    size = space_size(ms.alpha, 4, bounds, [1.0], hint="")
     assert r.n_configurations == size == 2 * 3
     assert int(r.best.K[0, 0]) in (1, 5)

@@ -12,11 +12,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ewif.cascade import Cascade
-from ewif.io import ModelSet
-from ewif.presets import load_preset
-from ewif.search import optimize
-from ewif.space import paper_bounds
+from ewif.files.model_set import ModelSet
+from ewif.files.presets import load_preset
+from ewif.search.optimizer import optimize
+from ewif.search.space import paper_bounds
 
 NAN = np.nan
 
@@ -51,7 +50,7 @@ def brute_table(ms: ModelSet, models, Ks, fill="tokens"):
             key = (names, Kc.tobytes(), lenience if Kc[1:].any() else None)
             if key in seen:
                 continue
-            e = Cascade.from_model_set(ms, names, Kc, lenience, fill=fill).ewif()
+            e = ms.to_cascade(names, Kc, lenience, fill=fill).ewif()
             seen[key] = (e, names, Kc, lenience)
     rows = sorted(
         seen.values(),
@@ -141,7 +140,7 @@ def test_dinkelbach_is_exact_with_drafter_curves_and_refuses_a_target_curve():
 
 def test_auto_picks_exhaustive_for_a_target_curve(monkeypatch):
     # every space counts as "large"
-    monkeypatch.setattr(sys.modules["ewif.search"], "_EXHAUSTIVE_LIMIT", 0)
+    monkeypatch.setattr(sys.modules["ewif.search.optimizer"], "_EXHAUSTIVE_LIMIT", 0)
     ms = load_preset("flan-t5-ms")
     assert optimize(ms, bounds=paper_bounds(3), subsets=False).method == "dinkelbach"
     bent = dataclasses.replace(

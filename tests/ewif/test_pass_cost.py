@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ewif.pass_cost import PassCost
+from ewif.kernel.pass_cost import PassCost
 
 
 def test_curve_lookup_and_extrapolation_rule():

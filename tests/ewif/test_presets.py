@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ewif import presets
-from ewif.cascade import Cascade
+from ewif.files import presets
 
 
 @pytest.mark.parametrize("name", presets.names())
@@ -26,7 +25,7 @@ def test_required_presets_and_their_values():
     ende = presets.load_preset("t5-ende-ms")
     assert ende.alpha[1.0][0, 1:].tolist() == [0.82, 0.80, 0.75]
     assert "Leviathan" in cnn.metadata["citation"]
-    assert Cascade.from_model_set(flan).ewif() > 1
+    assert flan.to_cascade().ewif() > 1
 
 
 def test_unknown_preset():

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from ewif import results as r
+from ewif.files import results as r
 
 
 def _run(**over):

@@ -1,6 +1,7 @@
 """Configurations out (ewif.serving, csd recommend --emit): every emitted option name is in its
 engine's table read from the engine's source, the printed EWIF is ewif's on the emitted method,
-the per-batch-size schedule is ewif.batch's as the engine reads it, and bad input is refused."""
+the per-batch-size schedule is ewif.predict.batch's as the engine reads it, and bad input is
+refused."""
 
 from __future__ import annotations
 
@@ -14,11 +15,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ewif import cli, io
-from ewif.batch import batch_ratio, best_draft_lengths, schedule
-from ewif.cascade import Cascade
-from ewif.presets import load_preset
-from ewif.search import best_sd
+from ewif import cli
+from ewif.files import model_set as model_io
+from ewif.files.presets import load_preset
+from ewif.predict.batch import batch_ratio, best_draft_lengths, schedule
+from ewif.search.optimizer import best_sd
 from ewif.serving import emit as serving
 from ewif.serving.engines import ENGINES, help_flags
 from tests.ewif.test_batch import model_set as batch_set
@@ -26,15 +27,17 @@ from tests.ewif.test_batch import model_set as batch_set
 SIZES = [1, 2, 4, 8, 16, 32]
 
 
-def qwen_set() -> io.ModelSet:
-    return io.load(Path(__file__).resolve().parents[2] / "realrun" / "data" / "models_qwen.json")
+def qwen_set() -> model_io.ModelSet:
+    return model_io.load(
+        Path(__file__).resolve().parents[2] / "realrun" / "data" / "models_qwen.json"
+    )
 
 
-def mag_set(alpha_mag: float = 0.8) -> io.ModelSet:
+def mag_set(alpha_mag: float = 0.8) -> model_io.ModelSet:
     """Target, a dear drafter and a free Max-Gram of high α: the n-gram lookup wins."""
     alpha = np.full((3, 3), np.nan)
     alpha[0, 1], alpha[0, 2], alpha[1, 2] = 0.5, alpha_mag, 0.5
-    return io.ModelSet(
+    return model_io.ModelSet(
         models=("t", "d", "mag"),
         cost=np.array([1.0, 0.5, 0.0]),
         cost_per_token=np.zeros(3),
@@ -81,14 +84,14 @@ def test_a_free_max_gram_is_emitted_as_the_engines_ngram_lookup(key):
 @pytest.mark.parametrize("which", [*SETS, "mag"])
 def test_the_printed_ewif_is_ewifs_on_the_emitted_method(which, tmp_path, capsys):
     ms = mag_set() if which == "mag" else SETS[which]()
-    path = io.save(ms, tmp_path / "set.json")
+    path = model_io.save(ms, tmp_path / "set.json")
     assert cli.main(["recommend", "--from", str(path), "--emit", "vllm", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     em = out["emit"]
     target, drafter, k = ms.models[0], em["drafter"], em["k"]
     sd = best_sd(ms, [drafter])
     assert k == int(sd.K[0, 0])
-    assert em["ewif"] == Cascade.from_model_set(ms, [target, drafter], [[k]]).ewif()
+    assert em["ewif"] == ms.to_cascade([target, drafter], [[k]]).ewif()
     assert em["ewif"] == max(best_sd(ms, [d]).ewif for d in ms.models[1:])
     assert em["config"]["num_speculative_tokens"] == k
     human = _human(path, "vllm")
@@ -138,7 +141,7 @@ def test_the_schedule_by_batch_size_is_ewif_batch_as_the_engine_reads_it(
     target = np.concatenate([[1.0, 1.01, 1.02], 1.02 + slope * np.arange(1, 200)])
     a = np.full((2, 2), np.nan)
     a[0, 1] = alpha
-    ms = io.ModelSet(
+    ms = model_io.ModelSet(
         models=("t", "d"),
         cost=np.array([1.0, draft]),
         cost_per_token=np.zeros(2),
@@ -171,14 +174,14 @@ def test_the_schedule_by_batch_size_is_ewif_batch_as_the_engine_reads_it(
                     spec["draft_len_schedule"][min(spec["draft_len_schedule"])]
                     == spec["max_draft_len"]
                 )
-        assert em.plan.ewif == Cascade.from_model_set(ms, ["t", "d"], [[em.plan.k]]).ewif()
+        assert em.plan.ewif == ms.to_cascade(["t", "d"], [[em.plan.k]]).ewif()
 
 
 def test_llama_cpp_is_priced_with_its_drafter_reevaluating_the_targets_batch():
     ms = batch_set()
     em = serving.emission(ms, "llama.cpp")
     assert em.plan.ewif == batch_ratio(ms, "d", em.plan.k, 1, drafting="reevaluate")
-    assert em.plan.ewif < Cascade.from_model_set(ms, ["t", "d"], [[em.plan.k]]).ewif()
+    assert em.plan.ewif < ms.to_cascade(["t", "d"], [[em.plan.k]]).ewif()
     (plan,) = [p for p in serving.plans(ms, ENGINES["llama.cpp"], SIZES, 12) if p.drafter == "d"]
     k = serving.single_k(ms, "d", SIZES, 12, "reevaluate")
     assert plan.k == k
@@ -200,7 +203,7 @@ def test_engines_without_a_schedule_get_the_one_k_of_the_best_mean_throughput():
 def test_no_speculation_when_nothing_beats_autoregressive(capsys):
     alpha = np.full((2, 2), np.nan)
     alpha[0, 1] = 0.05
-    ms = io.ModelSet(("t", "d"), np.array([1.0, 0.6]), np.zeros(2), {1.0: alpha})
+    ms = model_io.ModelSet(("t", "d"), np.array([1.0, 0.6]), np.zeros(2), {1.0: alpha})
     for key in ENGINES:
         em = serving.emission(ms, key, [1, 4])
         assert em.plan.method == serving.NONE and em.plan.ewif == 1.0 and em.plan.k == 0
@@ -215,7 +218,7 @@ def test_a_declined_speculation_comes_with_its_configuration(key, capsys):
     declined."""
     alpha = np.full((2, 2), np.nan)
     alpha[0, 1] = 0.05
-    ms = io.ModelSet(("t", "d"), np.array([1.0, 0.6]), np.zeros(2), {1.0: alpha})
+    ms = model_io.ModelSet(("t", "d"), np.array([1.0, 0.6]), np.zeros(2), {1.0: alpha})
     em = serving.emission(ms, key)
     no = em.declined
     assert no is not None and no.plan.k >= 1 and no.plan.ewif < 1.0

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ewif
-from ewif import symbolic
+from ewif.theory import symbolic
 
 rationals = st.fractions(0, 1, max_denominator=40)
 

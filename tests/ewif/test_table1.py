@@ -15,9 +15,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ewif.cascade import Cascade
-from ewif.presets import load_preset
-from ewif.search import best_sd, optimize
+from ewif.files.presets import load_preset
+from ewif.search.optimizer import best_sd, optimize
 
 
 def with_costs(name, c_base, c_small):
@@ -28,9 +27,7 @@ def with_costs(name, c_base, c_small):
 
 
 def horizontal(ms, k1, k2):
-    return Cascade.from_model_set(
-        ms, (ms.models[0], "t5-base", "t5-small"), [[k1, k2], [0, 0]]
-    ).ewif()
+    return ms.to_cascade((ms.models[0], "t5-base", "t5-small"), [[k1, k2], [0, 0]]).ewif()
 
 
 def best_horizontal(ms):

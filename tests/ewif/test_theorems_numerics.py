@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ewif import Pgf, T, horizontal_ewif, sd_ewif, vertical_c2_threshold, vertical_ewif
-from ewif._numerics import geometric_sum
+from ewif.base.arithmetic import geometric_sum
 
 RTOL = 1e-12
 

@@ -10,11 +10,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ewif import results as res
+from ewif.files import results as res
 from ewif.plotting import style
 from ewif.plotting.calibration import compute_calibration, draw_calibration
 from ewif.plotting.ewif_vs_k import compute_ewif_vs_k, draw_ewif_vs_k
-from ewif.theorems import best_k, sd_ewif, vertical_ewif
+from ewif.theory.theorems import best_k, sd_ewif, vertical_ewif
 from tests.notebooks.images import assert_image, png_size
 
 # ----------------------------------------------------------------------------- fixtures
@@ -234,7 +234,7 @@ def csd(capsys, *argv: str) -> tuple[int, str, str]:
 @pytest.fixture
 def model_set_file(tmp_path):
     """The default preset with a measured decay curve and its step count, as a file."""
-    from ewif import io, presets
+    from ewif.files import model_set as model_io, presets
 
     ms = presets.load_preset()
     data = ms.to_dict()
@@ -242,7 +242,7 @@ def model_set_file(tmp_path):
     data["metadata"]["alpha_by_position_trials"] = {"0,1": 400}
     path = tmp_path / "measured.json"
     path.write_text(json.dumps(data))
-    assert io.load(path).alpha_by_position  # a valid csd.models/1 file
+    assert model_io.load(path).alpha_by_position  # a valid csd.models/1 file
     return path
 
 

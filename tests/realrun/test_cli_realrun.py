@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from ewif import io as model_io
-from ewif import results as results_io
 from ewif.cli import main
+from ewif.files import model_set as model_io
+from ewif.files import results as results_io
 
 NUMERICS = ["--dtype", "float32", "--threads", "1", "--measure-prompts", "2"]
 

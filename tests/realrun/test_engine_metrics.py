@@ -16,7 +16,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ewif import cli, io
+from ewif import cli
+from ewif.files import model_set as model_io
 from realrun import engine_metrics as em
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -366,7 +367,7 @@ def test_the_model_set_carries_alpha_and_the_costs(tmp_path):
     assert (
         cli.main([*argv, "--cost-curve", "q=1,1.1", "--cost-curve", "d=0.2", "-o", str(out)]) == 0
     )
-    ms = io.load(out)
+    ms = model_io.load(out)
     assert ms.models == ("q", "d") and ms.alpha[1.0][0, 1] == 6079 / 8149
     assert ms.alpha_by_position[(0, 1)].tolist() == [
         2233 / 3000,
@@ -387,7 +388,7 @@ def test_costs_from_a_measured_set(tmp_path, capsys):
     assert cli.main([*args, "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["models"] == ["qwen-1.5b", "mag"] and report["counters"]["k"] == 5
-    ms, source = io.load(out), io.load(measured)
+    ms, source = model_io.load(out), model_io.load(measured)
     assert ms.cost_curve[1].tolist() == source.cost_curve[2].tolist()
     assert ms.catch_up == (False, False) and "seconds_per_token" in ms.metadata["timing"]["mag"]
     assert cli.main(["measure", "x", "mag", *files, "--costs", str(measured), "-o", str(out)]) == 2
@@ -397,16 +398,16 @@ def test_costs_from_a_measured_set(tmp_path, capsys):
 def test_costs_carry_the_batched_cost_curves(tmp_path):
     from dataclasses import replace
 
-    from ewif.batch import BatchCosts
+    from ewif.files.batch_costs import BatchCosts
 
-    source = io.load(ROOT / "realrun" / "data" / "models_qwen.json")
+    source = model_io.load(ROOT / "realrun" / "data" / "models_qwen.json")
     batched = BatchCosts({1: source.cost_curve, 4: tuple(3 * c for c in source.cost_curve)})
-    measured = io.save(replace(source, batch_costs=batched), tmp_path / "measured.json")
+    measured = model_io.save(replace(source, batch_costs=batched), tmp_path / "measured.json")
     out = tmp_path / "set.json"
     files = ["--from-metrics", str(FIXTURES / "vllm_metrics.prom")]
     args = ["measure", "qwen-1.5b", "qwen-0.5b", *files, "--costs", str(measured), "-o", str(out)]
     assert cli.main(args) == 0
-    got = io.load(out).batch_costs.curves
+    got = model_io.load(out).batch_costs.curves
     assert [c.tolist() for c in got[4]] == [(3 * source.cost_curve[i]).tolist() for i in (0, 1)]
 
 

@@ -17,9 +17,9 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ewif import io as model_io
-from ewif import results as results_io
 from ewif.cli import main
+from ewif.files import model_set as model_io
+from ewif.files import results as results_io
 from realrun.bigram import BigramTable
 from realrun.family import load_family
 from realrun.llamacpp_model import (

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ewif.io import ModelSet
-from ewif.recommendation import recommend
+from ewif.files.model_set import ModelSet
+from ewif.search.recommendation import recommend
 from realrun.invariance import Invariance
 from realrun.numerics import STAGES, NumericsTrial, measure_numerics, throughput_bound
 from realrun.pipeline import split_prompts

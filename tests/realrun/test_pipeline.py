@@ -8,8 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from ewif.io import ModelSet
-from ewif.recommendation import recommend
+from ewif.files.model_set import ModelSet
+from ewif.search.recommendation import recommend
 from realrun import books
 from realrun.family import load_family
 from realrun.invariance import batch_invariance

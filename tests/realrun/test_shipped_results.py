@@ -1,6 +1,6 @@
 """The shipped results files agree with the current code: every sd/csd prediction is the
 exact EWIF of the file's own model set on the generations the method made (Theorem FL), and
-every stored 90 % interval is the one ``ewif.bootstrap`` draws from it today
+every stored 90 % interval is the one ``ewif.predict.bootstrap`` draws from it today
 (``benchmarks/repredict.py`` rewrites them when the theory changes)."""
 
 from __future__ import annotations
@@ -10,9 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ewif import results as results_io
-from ewif.cascade import Cascade
-from ewif.io import ModelSet
+from ewif.files import results as results_io
+from ewif.files.model_set import ModelSet
 from realrun.pipeline import timing_diagnostics
 from realrun.results_tables import format_results
 from realrun.side_by_side import method_intervals, method_lengths, replay_predictions
@@ -31,8 +30,8 @@ def test_predictions_and_intervals_are_the_current_codes(path):
     model_set = ModelSet.from_dict(run.metadata["model_set"], str(path))
     for m in run.methods:
         if m.kind in ("sd", "csd"):
-            cascade = Cascade.from_model_set(
-                model_set, m.config["models"], np.array(m.config["K"]), m.config["lenience"]
+            cascade = model_set.to_cascade(
+                m.config["models"], np.array(m.config["K"]), m.config["lenience"]
             )
             lengths = method_lengths(run, m.name)
             assert m.predicted_speedup == pytest.approx(cascade.ewif(lengths), rel=1e-9), m.name

@@ -6,8 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ewif import results as results_io
-from ewif.cascade import Cascade
+from ewif.files import results as results_io
 from realrun.baselines import hf_generate
 from realrun.bigram import BigramTable
 from realrun.hf_model import HFTokenModel
@@ -117,7 +116,7 @@ def test_swi_is_recomputed_from_counted_passes(setup, tiny_prompts):
     expected = len(out.tokens) * 1.0 / cost
     assert res.methods[0].swi == pytest.approx(expected)
     # the prediction is the exact EWIF of the generation the method made (Theorem FL)
-    cascade = Cascade.from_model_set(ms, ("target", "near"), [[3]])
+    cascade = ms.to_cascade(("target", "near"), [[3]])
     assert res.metadata["generation_lengths"]["SD near"] == [len(out.tokens)]
     assert res.methods[0].predicted_speedup == pytest.approx(cascade.ewif(len(out.tokens)))
     # not the endless EWIF: the first step starts from the prefilled prompt and the last one

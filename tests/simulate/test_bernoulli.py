@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ewif.cascade import Cascade
-from ewif.theorems import phi
-from ewif.theorems import review as review_pgf
+from ewif.kernel.cascade import Cascade
+from ewif.theory.theorems import phi
+from ewif.theory.theorems import review as review_pgf
 from simulate.bernoulli import CascadeSpec, IidAcceptance, simulate
 from simulate.compare import compare_with_exact
 from simulate.loop_reference import simulate_loop

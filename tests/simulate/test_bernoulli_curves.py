@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ewif.cascade import Cascade
+from ewif.kernel.cascade import Cascade
 from simulate.bernoulli import CascadeSpec, simulate
 from simulate.compare import compare_with_exact
 from simulate.loop_reference import simulate_loop

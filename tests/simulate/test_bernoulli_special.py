@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ewif.cascade import Cascade
-from ewif.horizontal import horizontal_ewif
-from ewif.pgf import Pgf
-from ewif.theorems import phi, review, sd_ewif, vertical_ewif
+from ewif.kernel.cascade import Cascade
+from ewif.theory.horizontal import horizontal_ewif
+from ewif.theory.pgf import Pgf
+from ewif.theory.theorems import phi, review, sd_ewif, vertical_ewif
 from simulate.bernoulli import simulate
 from simulate.special import simulate_horizontal, simulate_sd, simulate_vertical
 from simulate.stats import chi_square_gof

@@ -7,10 +7,10 @@ import json
 import numpy as np
 import pytest
 
-from ewif import io
-from ewif.cascade import Cascade
 from ewif.cli import main
-from ewif.presets import load_preset
+from ewif.files import model_set as model_io
+from ewif.files.presets import load_preset
+from ewif.kernel.cascade import Cascade
 
 
 def _json(capsys, *argv: str) -> dict:
@@ -27,7 +27,7 @@ def test_default_preset_human_table(capsys) -> None:
 
 def test_json_holds_estimates_and_z_scores(capsys) -> None:
     out = _json(capsys, "--preset", "t5-cnndm-ms", "--trials", "20000", "--seed", "3")
-    assert out["cascade"]["chosen"] == "recommended by ewif.recommendation"
+    assert out["cascade"]["chosen"] == "recommended by ewif.search.recommendation"
     rows = {r["quantity"]: r for r in out["comparison"]["rows"]}
     assert {"ewif", "expected_tokens", "expected_cost", "calls[0]", "accept@1"} <= set(rows)
     sim = out["simulation"]
@@ -40,7 +40,7 @@ def test_json_holds_estimates_and_z_scores(capsys) -> None:
 
 def test_file_with_cascade_section_and_command_line_override(tmp_path, capsys) -> None:
     ms = load_preset("flan-t5-ms")
-    path = io.save(ms, tmp_path / "set.json")
+    path = model_io.save(ms, tmp_path / "set.json")
     out = _json(capsys, str(path), "--trials", "5000", "--positions", "3")
     assert out["cascade"]["chosen"] == "the set's cascade section"
     assert out["cascade"]["K"] == ms.cascade.K.tolist()
@@ -49,7 +49,7 @@ def test_file_with_cascade_section_and_command_line_override(tmp_path, capsys) -
         capsys, str(path), "--trials", "5000", "--models", models, "--K", "[[4]]", "--lenience", "1"
     )
     assert out["cascade"]["models"] == [ms.models[0], ms.models[3]]
-    exact = Cascade.from_model_set(ms, models=models.split(","), K=[[4]], lenience=1.0)
+    exact = ms.to_cascade(models=models.split(","), K=[[4]], lenience=1.0)
     assert out["comparison"]["rows"][0]["exact"] == pytest.approx(exact.ewif(), rel=1e-12)
 
 
@@ -95,7 +95,7 @@ def test_bad_input_exit_2(argv, message, capsys) -> None:
 
 def test_models_without_K_on_a_set_without_cascade(tmp_path, capsys) -> None:
     ms = load_preset("t5-ende-ms")
-    path = io.save(ms, tmp_path / "set.yaml")
+    path = model_io.save(ms, tmp_path / "set.yaml")
     assert main(["simulate", str(path), "--models", ms.models[0]]) == 2
     assert "--models needs --K" in capsys.readouterr().err
     assert np.isfinite(_json(capsys, str(path), "--trials", "2000")["steps_per_second"])
@@ -110,12 +110,12 @@ def test_replay_next_to_the_exact_ewif(tmp_path, capsys) -> None:
 
     values = {(1.0, 0, 1): 0.7, (1.0, 0, 2): 0.3, (1.0, 1, 2): 0.4}
     ms = _model_set(_traces(values, 4, 12))
-    path = io.save(ms, tmp_path / "set.json")
+    path = model_io.save(ms, tmp_path / "set.json")
     argv = [str(path), "--models", "t,d", "--K", "[[3]]", "--trials", "20000", "--replay"]
     out = _json(capsys, *argv)["replay"]
     assert out["prompts"] == 4 and out["mean_length"] == 12
     assert out["speedup"] == pytest.approx(replay(ms, ("t", "d"), [[3]], repeats=10).speedup)
-    want = Cascade.from_model_set(ms, ("t", "d"), np.array([[3]])).ewif(12)
+    want = ms.to_cascade(("t", "d"), np.array([[3]])).ewif(12)
     assert out["ewif_same_lengths"] == pytest.approx(want, rel=1e-12)
     assert out["low"] <= out["speedup"] <= out["high"]
     assert main(["simulate", *argv]) == 0
@@ -133,16 +133,16 @@ def test_a_set_with_catch_up_is_compared_without_it(tmp_path, capsys, curves) ->
 
     ms = _model_set(_traces({(1.0, 0, 1): 0.7, (1.0, 0, 2): 0.3, (1.0, 1, 2): 0.4}, 2, 8))
     if not curves:
-        ms = io.ModelSet(
+        ms = model_io.ModelSet(
             ms.models,
             np.array([1.0, 0.3, 0.05]),
             np.array([0.0, 0.1, 0.0]),
             ms.alpha,
             catch_up=ms.catch_up,
         )
-    path = io.save(ms, tmp_path / "set.json")
+    path = model_io.save(ms, tmp_path / "set.json")
     out = _json(capsys, str(path), "--models", "t,d", "--K", "[[3]]", "--trials", "20000")
-    want = Cascade.from_model_set(ms, ("t", "d"), np.array([[3]])).ewif()
+    want = ms.to_cascade(("t", "d"), np.array([[3]])).ewif()
     assert out["catch_up"]["ewif_with_catch_up"] == pytest.approx(want, rel=1e-12)
     assert (
         main(["simulate", str(path), "--models", "t,d", "--K", "[[3]]", "--trials", "20000"]) == 0

@@ -10,7 +10,7 @@ import json
 import numpy as np
 import pytest
 
-from ewif.cascade import Cascade
+from ewif.kernel.cascade import Cascade
 from simulate.bernoulli import simulate
 from simulate.compare import compare_with_exact, default_max_position
 

@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ewif.cascade import Cascade
-from ewif.horizontal import horizontal_ewif
+from ewif.kernel.cascade import Cascade
+from ewif.theory.horizontal import horizontal_ewif
 from simulate.bernoulli import CascadeSpec, simulate
 from simulate.correlated import (
     MarkovAcceptance,

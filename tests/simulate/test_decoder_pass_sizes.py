@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from ewif.cascade import Cascade
+from ewif.kernel.cascade import Cascade
 from simulate.decoder.cascade import CascadeDecoder
 from simulate.decoder.sampling import Decoding
 from simulate.decoder.synthetic import SyntheticLM

@@ -1,5 +1,5 @@
 """The explicit-sequence witness (:mod:`simulate.fed_positions`) against the exact catch-up
-law of :mod:`ewif.catch_up`: Monte Carlo agreement within 99.9 % intervals (fixed seeds), and
+law of :mod:`ewif.kernel.catch_up`: Monte Carlo agreement within 99.9 % intervals (fixed seeds), and
 the witness rejects the law with the unfed-tail chain dropped."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ewif.cascade import Cascade
-from ewif.catch_up import feed
+from ewif.kernel.cascade import Cascade
+from ewif.kernel.catch_up import feed
 from simulate.fed_positions import FedPositions
 from tests.ewif.test_catch_up import _curves, cascades
 

@@ -11,16 +11,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ewif import io
-from ewif.bootstrap import BootstrapData, prediction_interval
-from ewif.cascade import Cascade
+from ewif.files import model_set as model_io
+from ewif.files.bootstrap_data import BootstrapData
+from ewif.predict.bootstrap import prediction_interval
 from simulate.trace_replay import replay
 
 CURVES = [[1.0, 1.1, 1.25, 1.4, 1.6, 1.7], [0.3, 0.55, 0.6, 0.7], [0.05, 0.09]]
 NAMES = ("t", "d", "mag")
 
 
-def _model_set(traces: dict, leniences=(1.0,), catch_up=(False, True, False)) -> io.ModelSet:
+def _model_set(traces: dict, leniences=(1.0,), catch_up=(False, True, False)) -> model_io.ModelSet:
     """Target, a neural drafter and Max-Gram with the given per-prompt traces; α = their means."""
     alpha = {}
     for lenience in leniences:
@@ -30,7 +30,7 @@ def _model_set(traces: dict, leniences=(1.0,), catch_up=(False, True, False)) ->
                 a[r, j] = float(np.concatenate(arrays).mean())
         alpha[lenience] = a
     by_prompt = {k: np.array([[a.sum(), a.size] for a in v]) for k, v in traces.items()}
-    return io.ModelSet(
+    return model_io.ModelSet(
         models=NAMES,
         cost=np.array([c[0] for c in CURVES]),
         cost_per_token=np.zeros(3),
@@ -67,7 +67,7 @@ def test_deterministic_traces_equal_the_exact_ewif(value, models, K, lenience, h
     keys = [(1.0, 0, 1), (1.0, 0, 2), (1.0, 1, 2), (lenience, 1, 2)]
     ms = _model_set(_traces(dict.fromkeys(keys, value), 3, 11), leniences=sorted({1.0, lenience}))
     ms = dataclasses.replace(ms, row_cost=np.array([0.0, h, 0.0]))
-    exact = Cascade.from_model_set(ms, models, np.array(K), lenience).ewif(11)
+    exact = ms.to_cascade(models, np.array(K), lenience).ewif(11)
     assert replay(ms, models, K, lenience).speedup == pytest.approx(exact, rel=1e-12)
 
 
@@ -85,7 +85,7 @@ def test_constant_probabilities_are_the_iid_monte_carlo(a0, a1, K, n) -> None:
     so a token's origin and its block's drafter have the same acceptance)."""
     models = ("t", "d") if len(K) == 1 else NAMES
     ms = _model_set(_traces({(1.0, 0, 1): a0, (1.0, 0, 2): a0, (1.0, 1, 2): a1}, 200, n))
-    cascade = Cascade.from_model_set(ms, models, np.array(K))
+    cascade = ms.to_cascade(models, np.array(K))
     result = replay(ms, models, K, repeats=10, seed=n)
     mean, sd = result.cost.mean(), result.cost.std(ddof=1)
     assert abs(mean - cascade.ewif(n) ** -1 * n) <= 3.2905 * sd / math.sqrt(200) + 1e-12
@@ -101,7 +101,7 @@ def test_clustered_traces_by_hand() -> None:
     ms = _model_set(traces, catch_up=(False, False, False))
     result = replay(ms, ("t", "d"), [[4]])
     np.testing.assert_allclose(result.cost, 36 * (1.6 + 4 * 0.3), rtol=1e-12)
-    iid = Cascade.from_model_set(ms, ("t", "d"), np.array([[4]])).ewif(run.size)
+    iid = ms.to_cascade(("t", "d"), np.array([[4]])).ewif(run.size)
     assert result.speedup < 0.95 * iid
 
 
@@ -119,7 +119,7 @@ def test_interval_contains_the_point_and_widens_for_held_out() -> None:
     assert result.interval() == (low, high)  # seeded
 
 
-def _with_stderr(ms: io.ModelSet, share: float) -> io.ModelSet:
+def _with_stderr(ms: model_io.ModelSet, share: float) -> model_io.ModelSet:
     """``ms`` with every cost-curve point's standard error ``share`` of the point."""
     data = ms.bootstrap
     stderr = tuple(share * np.asarray(c) for c in ms.cost_curve)
@@ -163,7 +163,9 @@ def test_cost_errors_widen_the_interval_and_reprice_the_same_passes() -> None:
 def test_bad_input() -> None:
     traces = _traces({(1.0, 0, 1): 0.5, (1.0, 0, 2): 0.5, (1.0, 1, 2): 0.5}, 2, 4)
     ms = _model_set(traces)
-    plain = io.ModelSet(ms.models, ms.cost, ms.cost_per_token, ms.alpha, cost_curve=ms.cost_curve)
+    plain = model_io.ModelSet(
+        ms.models, ms.cost, ms.cost_per_token, ms.alpha, cost_curve=ms.cost_curve
+    )
     with pytest.raises(ValueError, match="no acceptance traces"):
         replay(plain, ("t", "d"), [[2]])
     lenient = dataclasses.replace(ms, alpha={1.0: ms.alpha[1.0], 3.0: ms.alpha[1.0].copy()})

@@ -52,168 +52,22 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ewif import validate
-from ewif.pass_cost import max_row_cost
+from ewif.base import validate
+from ewif.kernel.pass_cost import max_row_cost
 
 if TYPE_CHECKING:
-    from ewif.io import ModelSet
+    from ewif.files.model_set import ModelSet
 
 #: Replicates and interval level used when a caller does not say.
 REPLICATES = 200
 LEVEL = 0.9
-
-
-@dataclass(frozen=True)
-class BootstrapData:
-    """Per-prompt acceptance sums and counts, and cost-curve standard errors (module doc)."""
-
-    acceptance_by_prompt: Mapping[tuple[float, int, int], np.ndarray]
-    cost_curve_stderr: tuple[np.ndarray, ...] | None = None
-    acceptance_traces: Mapping[tuple[float, int, int], tuple[np.ndarray, ...]] | None = None
-
-    def __post_init__(self) -> None:
-        if not self.acceptance_by_prompt:
-            raise ValueError(
-                "bootstrap.acceptance_by_prompt is empty: a bootstrap needs the "
-                "acceptances of at least one pair on at least 2 prompts"
-            )
-        prompts = set()
-        for key, table in self.acceptance_by_prompt.items():
-            name = f"bootstrap.acceptance_by_prompt['{_key_out(key)}']"
-            arr = np.asarray(table, dtype=float)
-            if arr.ndim != 2 or arr.shape[1] != 2 or not np.isfinite(arr).all():
-                raise ValueError(f"{name} must be a list of [sum, count] pairs, one per prompt")
-            if (arr[:, 1] < 0).any() or (arr[:, 0] < 0).any() or (arr[:, 0] > arr[:, 1]).any():
-                raise ValueError(
-                    f"{name} needs 0 <= sum <= count for every prompt, got {arr.tolist()}"
-                )
-            prompts.add(arr.shape[0])
-        if len(prompts) != 1 or min(prompts) < 2:
-            raise ValueError(
-                "bootstrap.acceptance_by_prompt needs the same number (>= 2) of "
-                f"prompts for every pair, got {sorted(prompts)}"
-            )
-        if self.cost_curve_stderr is not None:
-            for i, se in enumerate(self.cost_curve_stderr):
-                validate.costs(f"bootstrap.cost_curve_stderr[{i}]", se)
-        if self.acceptance_traces is not None:
-            self._check_traces(self.acceptance_traces)
-
-    def _check_traces(self, traces: Mapping[tuple[float, int, int], Sequence[np.ndarray]]) -> None:
-        """Every trace a pair of ``acceptance_by_prompt`` with one array of probabilities per
-        prompt whose sum and length are that prompt's ``[sum, count]``."""
-        for key, arrays in traces.items():
-            name = f"bootstrap.acceptance_traces['{_key_out(key)}']"
-            table = self.acceptance_by_prompt.get(key)
-            if table is None or len(arrays) != table.shape[0]:
-                raise ValueError(
-                    f"{name} needs the pair in acceptance_by_prompt and one trace per prompt"
-                )
-            for p, (a, (total, count)) in enumerate(zip(arrays, table, strict=True)):
-                a = validate.probabilities(f"{name}[{p}]", a)
-                if a.size != count or not math.isclose(a.sum(), total, abs_tol=1e-6):
-                    raise ValueError(
-                        f"{name}[{p}] must have {count:g} positions summing to {total:g} "
-                        f"(acceptance_by_prompt), got {a.size} summing to {a.sum():g}"
-                    )
-
-    @property
-    def prompts(self) -> int:
-        return next(iter(self.acceptance_by_prompt.values())).shape[0]
-
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "acceptance_by_prompt": {
-                _key_out(k): np.asarray(v, dtype=float).tolist()
-                for k, v in sorted(self.acceptance_by_prompt.items())
-            }
-        }
-        if self.cost_curve_stderr is not None:
-            out["cost_curve_stderr"] = [np.asarray(s).tolist() for s in self.cost_curve_stderr]
-        if self.acceptance_traces is not None:
-            out["acceptance_traces"] = {
-                _key_out(k): [np.asarray(a, dtype=float).tolist() for a in v]
-                for k, v in sorted(self.acceptance_traces.items())
-            }
-        return out
-
-    @classmethod
-    def from_dict(cls, data: Any) -> BootstrapData:
-        if not isinstance(data, dict) or not isinstance(data.get("acceptance_by_prompt"), dict):
-            raise ValueError(
-                "bootstrap must be a mapping with 'acceptance_by_prompt' "
-                "('l,r,j' -> [[sum, count], ...])"
-            )
-        table = {}
-        for key, pairs in data["acceptance_by_prompt"].items():
-            parsed = _key_in(key)
-            table[parsed] = validate.costs(
-                f"bootstrap.acceptance_by_prompt['{key}']", np.asarray(pairs, dtype=float).ravel()
-            ).reshape(-1, 2)
-        stderr = data.get("cost_curve_stderr")
-        traces = data.get("acceptance_traces")
-        if traces is not None and not isinstance(traces, dict):
-            raise ValueError(
-                "bootstrap.acceptance_traces must map 'l,r,j' to one list of per-position "
-                "acceptances per prompt"
-            )
-        return cls(
-            table,
-            None
-            if stderr is None
-            else tuple(
-                validate.costs(f"bootstrap.cost_curve_stderr[{i}]", s) for i, s in enumerate(stderr)
-            ),
-            None
-            if traces is None
-            else {
-                _key_in(key): tuple(np.asarray(a, dtype=float) for a in arrays)
-                for key, arrays in traces.items()
-            },
-        )
-
-    def check(self, model_set: ModelSet) -> None:
-        """Raise ValueError unless every key names a pair and lenience of ``model_set`` and the
-        standard errors have one curve per model, each as long as its cost curve."""
-        n1 = len(model_set.models)
-        for key in self.acceptance_by_prompt:
-            lenience, r, j = key
-            if not 0 <= r < j < n1 or lenience not in model_set.alpha:
-                raise ValueError(
-                    f"bootstrap.acceptance_by_prompt key '{_key_out(key)}' must name a "
-                    f"lenience of alpha and 0 <= r < j < {n1}"
-                )
-        if self.cost_curve_stderr is not None:
-            curves = model_set.cost_curve
-            if curves is None or [len(c) for c in curves] != [
-                len(s) for s in self.cost_curve_stderr
-            ]:
-                raise ValueError(
-                    "bootstrap.cost_curve_stderr needs cost_curve and one standard "
-                    "error per curve point"
-                )
-
-
-def _key_out(key: tuple[float, int, int]) -> str:
-    return f"{key[0]:g},{key[1]},{key[2]}"
-
-
-def _key_in(key: object) -> tuple[float, int, int]:
-    """``'l,r,j'`` -> ``(l, r, j)``; ValueError naming the key otherwise."""
-    try:
-        lenience, r, j = str(key).split(",")
-        return float(lenience), int(r), int(j)
-    except ValueError:
-        raise ValueError(
-            f"bootstrap key {key!r} must be 'l,r,j' (a lenience and two model indices)"
-        ) from None
 
 
 def expansion(prompts: int, level: float = LEVEL) -> float:
@@ -292,7 +146,7 @@ def replicate_sets(
 def drawn_row_cost(model_set: ModelSet, curves: Sequence[np.ndarray]) -> np.ndarray:
     """The set's row costs with its curves drawn as ``curves``: each ``h_i`` scaled as its
     curve's two-position pass (what it was timed against), at most what the drawn curve
-    admits (:func:`ewif.pass_cost.max_row_cost`)."""
+    admits (:func:`ewif.kernel.pass_cost.max_row_cost`)."""
     out = np.zeros(len(curves))
     pairs = zip(model_set.row_cost, model_set.cost_curve, curves, strict=True)
     for i, (h, base, drawn) in enumerate(pairs):
@@ -379,7 +233,6 @@ def prediction_intervals(
     ``configs``, on one set of replicates (drawn once, so the intervals share their draws);
     ``max_new_tokens``: per configuration, its generation length(s) (Theorem FL) or None
     (endless)."""
-    from ewif.cascade import Cascade
 
     expansion(2, level)  # checks the level before any work
     lengths = [None] * len(configs) if max_new_tokens is None else list(max_new_tokens)
@@ -391,11 +244,8 @@ def prediction_intervals(
     reps = replicate_sets(model_set, replicates, seed, level, held_out_prompts)
     out = []
     for (models, K, lenience, catch_up), n in zip(configs, lengths, strict=True):
-        point = Cascade.from_model_set(model_set, models, K, lenience, catch_up=catch_up).ewif(n)
-        values = [
-            Cascade.from_model_set(rep, models, K, lenience, catch_up=catch_up).ewif(n)
-            for rep in reps
-        ]
+        point = model_set.to_cascade(models, K, lenience, catch_up=catch_up).ewif(n)
+        values = [rep.to_cascade(models, K, lenience, catch_up=catch_up).ewif(n) for rep in reps]
         low, high = np.quantile(values, [(1 - level) / 2, (1 + level) / 2])
         out.append(PredictionInterval(float(point), float(low), float(high), level))
     return out

@@ -18,7 +18,7 @@ cost is the one-point table ``cost + cost_per_token`` with slope ``cost_per_toke
 The unit of EWIF is ``c_0(1)``, the cost of one autoregressive target token.
 
 **Logit rows.** ``c_i(m)`` prices a pass that returns the logits of all ``m`` positions. A
-KV-cached drafter's catch-up positions (:mod:`ewif.catch_up`) return none: a pass of ``m``
+KV-cached drafter's catch-up positions (:mod:`ewif.kernel.catch_up`) return none: a pass of ``m``
 positions that returns ``r`` rows costs ``c_i(m) − h_i·(m − r)`` (:meth:`PassCost.at_rows`),
 with ``h_i = row_cost[i]`` the cost of one row of the LM head (0, the default, prices every
 pass at all its rows). An affine cost needs ``h_i <= cost_per_token[i]`` (a position costs at
@@ -37,7 +37,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ewif import validate
+from ewif.base import validate
 
 _AFFINE_RTOL = 1e-12
 

@@ -1,4 +1,4 @@
-"""Embedded model-set presets (``csd.models/1`` files under ``ewif/presets/``).
+"""Embedded model-set presets (``csd.models/1`` files under ``ewif/files/presets/``).
 
 Each preset carries its sources in ``metadata`` (``source``, ``citation``, and
 ``assumptions`` for any value that is not a published measurement).
@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from ewif.io import ModelSet, load
+from ewif.files.model_set import ModelSet, load
 
 DEFAULT = "flan-t5-ms"
 _DIR = Path(__file__).with_name("presets")

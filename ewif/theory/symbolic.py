@@ -1,4 +1,4 @@
-"""Sympy twins of :mod:`ewif.theorems` and :mod:`ewif.horizontal`, and the proofs.
+"""Sympy twins of :mod:`ewif.theory.theorems` and :mod:`ewif.theory.horizontal`, and the proofs.
 
 The twins build exact expressions in any sympy symbols or Rationals (evaluate with
 ``.subs``). The ``prove_*`` functions decide each identity: for a concrete ``k`` (and

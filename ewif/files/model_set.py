@@ -2,7 +2,7 @@
 
 This is the one exchange format of the project: ``realrun.measure`` writes it,
 ``csd recommend --from FILE``, ``csd evaluate FILE`` and ``csd simulate FILE`` read it,
-and the presets in ``ewif/presets/`` use it. JSON or YAML (by extension)::
+and the presets in ``ewif/files/presets/`` use it. JSON or YAML (by extension)::
 
     schema: csd.models/5
     models: [target, base, small, mag]     # index 0 is the target, largest first
@@ -14,14 +14,15 @@ and the presets in ``ewif/presets/`` use it. JSON or YAML (by extension)::
       - [0.0070]                           # two points (flat if it would decrease; a
       - [0.0]                              # one-point curve is flat)
     catch_up: [false, true, true, false]   # optional (/3): KV-cached drafters feed what they
-                                           # have not fed (ewif.catch_up); false: the paper's m
+                                           # have not fed (ewif.kernel.catch_up); false: the
+                                           # paper's m
     row_cost: [0.0, 0.0011, 0.0004, 0.0]   # optional (/5): one logit row, which a catch-up
-                                           # position does not return (ewif.pass_cost)
+                                           # position does not return (ewif.kernel.pass_cost)
     bootstrap:                             # optional (/3): per-prompt evidence for intervals
-      acceptance_by_prompt: {"1,0,1": [[23.0, 32], [19.0, 32]]}   # (ewif.bootstrap)
+      acceptance_by_prompt: {"1,0,1": [[23.0, 32], [19.0, 32]]}   # (ewif.predict.bootstrap)
       cost_curve_stderr: [[0.01, 0.012, 0.02, 0.02], [0.0004, 0.0005], [0.0001], [0.0]]
     batch_cost_curve:                      # optional (/4): c_i(B, m), B rows of m positions
-      "4": [[1.3, 1.45], [0.03, 0.04], [0.008], [0.0]]   # (ewif.batch.BatchCosts)
+      "4": [[1.3, 1.45], [0.03, 0.04], [0.008], [0.0]]   # (ewif.files.batch_costs.BatchCosts)
     batch_reevaluate_curve:                # optional (/4): the same, one logit row in all
       "4": [[1.3, 1.4], [0.03, 0.034], [0.008], [0.0]]   # (llama.cpp's re-evaluation pass)
     alpha:                                 # lenience -> (n+1)×(n+1) matrix
@@ -35,16 +36,17 @@ and the presets in ``ewif/presets/`` use it. JSON or YAML (by extension)::
     metadata: {source: "...", notes: "..."}
 
 ``alpha`` may also be a single matrix, meaning lenience 1. With ``cost_curve`` (schema
-``csd.models/2``) every pass is priced by the curves (:mod:`ewif.pass_cost`); ``cost`` may
+``csd.models/2``) every pass is priced by the curves (:mod:`ewif.kernel.pass_cost`); ``cost`` may
 then be omitted (it is the curves' ``m = 1`` values, and must equal them when given) and
 ``cost_per_token`` must be absent or zero. ``catch_up`` (schema ``csd.models/3``, one
 boolean per model, default all false) marks the models whose passes are priced with their
-catch-up pass (:mod:`ewif.catch_up`); ``bootstrap`` (``/3``) carries the per-prompt
-evidence behind the prediction intervals of :mod:`ewif.bootstrap`; ``batch_cost_curve``
+catch-up pass (:mod:`ewif.kernel.catch_up`); ``bootstrap`` (``/3``) carries the per-prompt
+evidence behind the prediction intervals of :mod:`ewif.predict.bootstrap`; ``batch_cost_curve``
 (``/4``: batch size -> one curve per model) the measured cost of one pass over ``B`` rows of
-``m`` positions each (:class:`ewif.batch.BatchCosts`, priced by :mod:`ewif.batch`);
+``m`` positions each (:class:`ewif.files.batch_costs.BatchCosts`, priced by
+:mod:`ewif.predict.batch`);
 ``row_cost`` (``/5``: one number >= 0 per model) the cost of one logit row, which a catch-up
-position does not return (:mod:`ewif.pass_cost`, "Logit rows"; absent: 0, every pass priced
+position does not return (:mod:`ewif.kernel.pass_cost`, "Logit rows"; absent: 0, every pass priced
 at its ``c(m)``). ``csd.models/1`` (no curves), ``/2`` (no ``catch_up``, no ``bootstrap``),
 ``/3`` (no ``batch_cost_curve``) and ``/4`` (no ``row_cost``) files still read, with the same
 meaning; files are written as ``csd.models/5``.
@@ -54,16 +56,19 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ewif import validate
-from ewif.batch import BatchCosts
-from ewif.bootstrap import BootstrapData
-from ewif.pass_cost import PassCost, relative_costs
+from ewif.base import validate
+from ewif.files.batch_costs import BatchCosts
+from ewif.files.bootstrap_data import BootstrapData
+from ewif.files.reading import read_data
+from ewif.kernel.cascade import Cascade
+from ewif.kernel.pass_cost import PassCost, relative_costs
 
 SCHEMA = "csd.models/5"
 #: Readable schemas; /1: no cost_curve, /2: no catch_up or bootstrap, /3: no batch_cost_curve,
@@ -98,7 +103,7 @@ class ModelSet:
     ``cost_curve`` (optional) holds each model's measured pass cost for ``m = 1, 2, ...``
     positions; when present ``cost`` equals its ``m = 1`` values and ``cost_per_token`` is 0.
     ``row_cost`` (optional, one number >= 0 per model) is the cost of one logit row, which a
-    catch-up position does not return (:mod:`ewif.pass_cost`).
+    catch-up position does not return (:mod:`ewif.kernel.pass_cost`).
     """
 
     models: tuple[str, ...]
@@ -166,17 +171,18 @@ class ModelSet:
                     f"j with 0 <= r < j < {n1} (model indices)"
                 )
         if self.bootstrap is not None:
-            self.bootstrap.check(self)
+            curves = self.cost_curve
+            self.bootstrap.check(
+                n1, self.alpha.keys(), None if curves is None else [len(c) for c in curves]
+            )
         if self.batch_costs is not None and self.batch_costs.n_models != n1:
             raise ValueError(
                 f"batch_cost_curve must hold one curve per model ({n1}) at every batch size, "
                 f"got {self.batch_costs.n_models}"
             )
         if self.cascade is not None:  # a configuration that cannot be evaluated is malformed
-            from ewif.cascade import Cascade
-
             try:
-                Cascade.from_model_set(self)
+                self.to_cascade()
             except ValueError as exc:
                 raise ValueError(f"cascade: {exc}") from None
 
@@ -186,6 +192,55 @@ class ModelSet:
         if self.cost_curve is not None:
             return PassCost.from_curves(self.cost_curve, row_cost=self.row_cost)
         return PassCost.affine(self.cost, self.cost_per_token, self.row_cost)
+
+    def to_cascade(
+        self,
+        models: Sequence[str] | None = None,
+        K: object | None = None,
+        lenience: float | None = None,
+        fill: str = "tokens",
+        catch_up: object | None = None,
+    ) -> Cascade:
+        """The cascade of ``models`` (target first; default: the set's ``cascade`` section or
+        all its models) with budgets ``K`` at ``lenience`` (default 1, or the section's);
+        ``catch_up`` one flag per chosen model (default: the set's flags, if it has any);
+        the set's ``row_cost`` (if any) prices the catch-up positions' missing rows."""
+        choice = self.cascade
+        if models is None and choice is not None:
+            models = choice.models
+        if K is None:
+            if choice is None:
+                raise ValueError("K is required: the model set has no 'cascade' section")
+            K = choice.K
+        if lenience is None:
+            lenience = choice.lenience if choice is not None else 1.0
+        models = tuple(self.models if models is None else models)
+        idx = [self.index(m) for m in models]
+        if idx[0] != 0:
+            raise ValueError(
+                f"models must start with the target {self.models[0]!r}, got {models[0]!r}"
+            )
+        if sorted(idx) != idx or len(set(idx)) != len(idx):
+            raise ValueError(
+                f"models must be distinct and ordered largest first as in the set "
+                f"{list(self.models)}, got {list(models)}"
+            )
+        lenience = self.checked_lenience(lenience)
+        ix = np.asarray(idx)
+        curves = self.cost_curve
+        if catch_up is None and self.catch_up is not None:
+            catch_up = [self.catch_up[i] for i in idx]
+        return Cascade(
+            self.alpha[lenience][np.ix_(ix, ix)],
+            self.cost[ix],
+            K,
+            cost_per_token=None if curves is not None else self.cost_per_token[ix],
+            fill=fill,
+            names=models,
+            cost_curve=None if curves is None else [curves[i] for i in idx],
+            catch_up=catch_up,
+            row_cost=None if self.row_cost is None else self.row_cost[ix],
+        )
 
     @property
     def leniences(self) -> tuple[float, ...]:
@@ -367,32 +422,6 @@ def _choice_in(raw: Any, source: str) -> CascadeChoice | None:
         K=validate.counts(f"{source}: cascade.K", raw["K"]),
         lenience=validate.cost(f"{source}: cascade.lenience", raw.get("lenience", 1.0)),
     )
-
-
-def read_data(path: str | Path, what: str) -> Any:
-    """The parsed content of a JSON (or, by suffix, YAML) file; one-line ``ValueError``
-    naming ``what`` (e.g. "model-set file") if it cannot be read or parsed."""
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ValueError(f"cannot read {what} {str(path)!r}: {exc.strerror}") from None
-    except UnicodeDecodeError as exc:
-        raise ValueError(f"{path}: not UTF-8 text (byte {exc.start}): not a {what}") from None
-    try:
-        if path.suffix.lower() in (".yaml", ".yml"):
-            import yaml
-
-            try:
-                return yaml.safe_load(text)
-            except yaml.YAMLError as exc:
-                raise ValueError(f"{path}: not valid YAML ({' '.join(str(exc).split())})") from None
-        try:
-            return json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
-    except RecursionError:
-        raise ValueError(f"{path}: nested too deeply to be a {what}") from None
 
 
 def load(path: str | Path) -> ModelSet:

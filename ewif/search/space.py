@@ -7,17 +7,20 @@
 * :func:`search_space` — the default of every command (``"auto"``: the paper's space for the
   paper's family, :func:`is_paper_shape`, else the full one).
 
-A space is given to :func:`ewif.search.optimize` as bounds: ``(lo, hi)`` for every entry, or
-a mapping ``{(r, j): spec}`` whose specs :func:`bound_values` reads.
+A space is given to :func:`ewif.search.optimizer.optimize` as bounds: ``(lo, hi)`` for every entry,
+or a mapping ``{(r, j): spec}`` whose specs :func:`bound_values` reads.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import math
+from collections.abc import Iterable, Mapping, Sequence
 from typing import NamedTuple
 
-from ewif import validate
-from ewif.io import ModelSet
+import numpy as np
+
+from ewif.base import limits, validate
+from ewif.files.model_set import ModelSet
 
 Entry = tuple[int, int]  # (r, j) 1-based as in k_rj
 BoundSpec = int | tuple[int, int] | Sequence[int]
@@ -99,3 +102,54 @@ def search_space(
         return SearchSpace(paper_bounds(k_max, mag_block), label, k_max)
     label = f"full upper-triangular K, entries 0..{k_max} (all drafter subsets)"
     return SearchSpace((0, k_max), label, k_max)
+
+
+def space_size(
+    alpha: Mapping[float, np.ndarray],
+    n_models: int,
+    bounds: tuple[int, int] | Mapping[Entry, BoundSpec],
+    leniences: Iterable[float],
+    hint: str,
+) -> int:
+    """Configurations of the search ``optimize(bounds=bounds, subsets=False)`` over all
+    ``n_models`` models of a set with acceptance matrices ``alpha`` (lenience → matrix) at
+    ``leniences``: the product over K entries ``k_rj`` of their number of values (one
+    where ``alpha[r-1, j]`` is unknown, NaN), summed over leniences. ``ValueError`` above
+    :data:`ewif.base.limits.MAX_CONFIGURATIONS` (``"structured"`` for a mapping, ``"full"`` for
+    ``(lo, hi)``) or when a configuration's ``ΣK`` can exceed
+    :data:`ewif.base.limits.MAX_TOTAL_BUDGET`; the message ends with ``hint`` (what the user can
+    change). The bounds are read by
+    :func:`bound_values`, as ``optimize`` reads them.
+    """
+    n = n_models - 1
+    entries = [(r, j) for r in range(1, n + 1) for j in range(r, n + 1)]
+    if isinstance(bounds, Mapping):
+        kind = "structured"
+        values = {
+            (r, j): bound_values(f"bounds k_{r}{j}", bounds.get((r, j), 0)) for r, j in entries
+        }
+    else:
+        kind, values = "full", dict.fromkeys(entries, bound_values("bounds", tuple(bounds)))
+    size = 0
+    for lenience in set(leniences) & set(alpha):  # optimize reports unknown leniences
+        known = [e for e in entries if not np.isnan(alpha[lenience][e[0] - 1, e[1]])]
+        largest = sum(max(values[e], default=0) for e in known)
+        if largest > limits.MAX_TOTAL_BUDGET:
+            raise ValueError(
+                f"the search space holds cascades whose budgets total {largest:,} draft "
+                f"tokens; at most {limits.MAX_TOTAL_BUDGET:,} are allowed: {hint}"
+            )
+        size += math.prod(len(values[e]) for e in known)
+    if size > limits.MAX_CONFIGURATIONS[kind]:
+        raise ValueError(
+            f"the search space holds {_approx(size)} configurations ({kind} bounds over "
+            f"{n_models} models); at most {limits.MAX_CONFIGURATIONS[kind]:.0e} are searched "
+            f"(about a minute): {hint}"
+        )
+    return size
+
+
+def _approx(n: int) -> str:
+    """``n`` in 3 significant digits, also beyond the float range."""
+    digits = len(str(n))
+    return f"{n:.3g}" if digits < 300 else f"~1e{digits - 1}"

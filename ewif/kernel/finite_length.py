@@ -1,6 +1,6 @@
 """EWIF of a generation of ``N`` tokens, exactly (Theorem FL).
 
-The renewal–reward EWIF of :mod:`ewif.cascade` is the speed-up of an endless generation.
+The renewal–reward EWIF of :mod:`ewif.kernel.cascade` is the speed-up of an endless generation.
 A real request stops at ``max_new_tokens`` (or at EOS): the decoder cuts the tokens of its
 last target step to what is still missing, but that step has already paid for its whole
 draft and review. With ``N`` tokens to make and ``μ`` tokens per step, the overshoot of the
@@ -17,7 +17,7 @@ cost ``c_0(1)`` each, so
 and for a workload of generations of lengths ``N_1..N_P``, ``Σ N_p·c_0(1) / Σ E[C(N_p)]``.
 
 **Steps.** Target steps yield ``T_1, T_2, …`` tokens, i.i.d. with the law ``p`` of
-:meth:`~ewif.cascade.Cascade.tokens_pgf` (``T ≥ 1``). Step ``s + 1`` is made iff
+:meth:`~ewif.kernel.cascade.Cascade.tokens_pgf` (``T ≥ 1``). Step ``s + 1`` is made iff
 ``T_1 + … + T_s < N``. With the renewal mass ``U(0) = 1``, ``U(n) = Σ_{t=1}^{n} p(t)·U(n − t)``
 (the expected number of partial sums equal to ``n``), the expected number of steps is
 
@@ -26,7 +26,7 @@ and for a workload of generations of lengths ``N_1..N_P``, ``Σ N_p·c_0(1) / Σ
 **Costs** (Wald). A model whose step cost does not depend on earlier steps (the target, a
 proposer, a drafter without catch-up) pays ``E[C_i(N)] = E[S_N]·E[C_i]``: whether step ``s``
 happens depends on steps before it only. A drafter with catch-up (Theorem CU,
-:mod:`ewif.catch_up`) pays for its first pass in a step by the unfed tail ``u`` the step
+:mod:`ewif.kernel.catch_up`) pays for its first pass in a step by the unfed tail ``u`` the step
 enters with: ``ĉ_i(u) = Σ_q first[q]·c_i(u + q) + Σ_m rest[m]·c_i(m)``. The tail a step
 leaves has the joint law ``J_i(t, u)`` with the step's tokens, independent of the tail it
 entered with (the chain is rank one), so
@@ -40,10 +40,10 @@ it *leads* — no other model's block comes before it in the step, so ``q`` is i
 (or 0) and it re-feeds the prompt's last token — and ``q`` otherwise, exactly what the other
 models appended (:func:`first_pass_leads`, a property of K).
 
-**Logit rows.** With a row cost ``h_i`` (:mod:`ewif.pass_cost`) every pass returns the
+**Logit rows.** With a row cost ``h_i`` (:mod:`ewif.kernel.pass_cost`) every pass returns the
 paper's rows whatever it feeds, so a step entering with ``u`` costs ``ĉ_i(u) − h_i·(P_i(u) −
 R_i)``: ``P_i(u)`` is ``ĉ_i(u)`` with the identity curve ``c(m) = m`` (the positions fed) and
-``R_i`` the step's logit rows (:meth:`~ewif.cascade.Cascade.logit_rows`).
+``R_i`` the step's logit rows (:meth:`~ewif.kernel.cascade.Cascade.logit_rows`).
 
 ``N = 1``: one step, ``EWIF_1 = c_0(1)/ĉ(0)``; ``N → ∞``: ``E[C(N)]/N → E[C]/μ`` and
 ``EWIF_N → EWIF`` (renewal theorem).
@@ -52,25 +52,24 @@ R_i)``: ``P_i(u)`` is ``ĉ_i(u)`` with the identity curve ``c(m) = m`` (the posi
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import NamedTuple
 
 import numpy as np
 
-from ewif import limits, validate
-from ewif.catch_up import Feed
-from ewif.review_call import drafters_reached, is_leaf, rows_of
-
-if TYPE_CHECKING:
-    from ewif.cascade import Cascade
+from ewif.base import limits, validate
+from ewif.kernel.budgets import drafters_reached, is_leaf, rows_of
+from ewif.kernel.catch_up import Feed
+from ewif.kernel.pass_cost import PassCost
 
 #: Longest generation ``generation_cost`` evaluates (the renewal mass is a loop over its
 #: tokens: 10^5 take about 0.1 s); beyond it the endless EWIF is the answer to 1/N.
 MAX_LENGTH = 100_000
 
 __all__ = [
+    "CaughtUp",
+    "entry_costs",
     "expected_steps",
     "first_pass_leads",
-    "generation_cost",
     "generation_costs",
     "generation_lengths",
     "renewal_mass",
@@ -109,16 +108,25 @@ def first_pass_leads(K: object, i: int) -> bool:
         r = j
 
 
-def _entry_costs(cascade: Cascade, i: int, step: Feed) -> np.ndarray:
+class CaughtUp(NamedTuple):
+    """A catch-up drafter's part of Theorem FL: ``entry[u] = ĉ_i(u)`` (with its rows priced)
+    for every tail ``u`` a step can enter with, and ``exit[t, u] = J_i(t, u)``."""
+
+    entry: np.ndarray
+    exit: np.ndarray
+
+
+def entry_costs(
+    K: object, i: int, step: Feed, pass_cost: PassCost, logit_rows: float
+) -> np.ndarray:
     """``ĉ_i(u)`` for every tail ``u`` a step can enter with (index 0: the first step's);
-    with a row cost ``h_i``, less ``h_i`` per position beyond the step's logit rows."""
-    pc = cascade.pass_cost
-    priced = _entry_sums(cascade.K, i, step, lambda m: pc.at(i, m))
-    h = float(pc.row_cost[i])
+    with a row cost ``h_i``, less ``h_i`` per position beyond the step's ``logit_rows``."""
+    priced = _entry_sums(K, i, step, lambda m: pass_cost.at(i, m))
+    h = float(pass_cost.row_cost[i])
     if not h:
         return priced
-    positions = _entry_sums(cascade.K, i, step, lambda m: np.asarray(m, dtype=float))
-    return priced - h * (positions - cascade.logit_rows(i))
+    positions = _entry_sums(K, i, step, lambda m: np.asarray(m, dtype=float))
+    return priced - h * (positions - logit_rows)
 
 
 def _entry_sums(
@@ -135,15 +143,13 @@ def _entry_sums(
     return out
 
 
-def generation_cost(cascade: Cascade, n: int) -> float:
-    """``E[C(n)]``: expected cost (in the cascade's cost units) of a generation of ``n``
-    tokens, every model's passes included (module docstring, Theorem FL)."""
-    return generation_costs(cascade, [n])[n]
-
-
-def generation_costs(cascade: Cascade, lengths: Sequence[int]) -> dict[int, float]:
-    """``E[C(n)]`` for every ``n`` in ``lengths`` (:func:`generation_cost`), on one renewal
-    mass: ``U`` up to ``n`` is the prefix of ``U`` up to the longest length."""
+def generation_costs(
+    pmf: np.ndarray, fixed: float, caught: Sequence[CaughtUp], lengths: Sequence[int]
+) -> dict[int, float]:
+    """``E[C(n)]`` for every ``n`` in ``lengths`` (module docstring): steps yield tokens with
+    law ``pmf``; ``fixed`` is the step cost of every model whose cost does not depend on the
+    past, ``caught`` one :class:`CaughtUp` per catch-up drafter. One renewal mass serves all
+    lengths: ``U`` up to ``n`` is the prefix of ``U`` up to the longest length."""
     wanted = sorted(
         {
             limits.at_most(
@@ -155,27 +161,20 @@ def generation_costs(cascade: Cascade, lengths: Sequence[int]) -> dict[int, floa
             for n in lengths
         }
     )
-    pmf = np.asarray(cascade.tokens_pgf().coefficients, dtype=float)
-    mass = renewal_mass(pmf, wanted[-1])
-    fixed = 0.0  # per step: every model whose step cost does not depend on the past
-    caught = []  # per catch-up drafter: ĉ(0) and kept[t] (below)
-    for i, cost in enumerate(cascade.model_step_costs()):
-        step = cascade.step_feed(i)
-        if step is None:
-            fixed += float(cost)
-            continue
-        entry = _entry_costs(cascade, i, step)
-        J = step.exit  # J[t, u]
-        # kept[t] = Σ_{t' < t} Σ_u J[t', u]·ĉ(u): the next step's expected cost, over exits
-        # whose tokens leave the generation unfinished
-        caught.append((entry[0], np.concatenate([[0.0], np.cumsum(J @ entry[: J.shape[1]])])))
+    mass = renewal_mass(np.asarray(pmf, dtype=float), wanted[-1])
+    # kept[t] = Σ_{t' < t} Σ_u J[t', u]·ĉ(u): the next step's expected cost, over exits whose
+    # tokens leave the generation unfinished
+    kept = [
+        (c.entry[0], np.concatenate([[0.0], np.cumsum(c.exit @ c.entry[: c.exit.shape[1]])]))
+        for c in caught
+    ]
     out = {}
     for n in wanted:
         head = mass[:n]
         total = float(head.sum()) * fixed
-        for first, kept in caught:
-            remaining = np.minimum(n - np.arange(n), kept.size - 1)  # tokens t < n − m
-            total += first + float(head @ kept[remaining])
+        for first, cumulative in kept:
+            remaining = np.minimum(n - np.arange(n), cumulative.size - 1)  # tokens t < n − m
+            total += first + float(head @ cumulative[remaining])
         out[n] = total
     return out
 

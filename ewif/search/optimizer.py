@@ -1,26 +1,26 @@
 """The exact search for the best cascade: model subset, budgets K and lenience.
 
-:func:`optimize` searches a space of :mod:`ewif.space`; the upper envelopes behind
-Dinkelbach's step are :mod:`ewif.envelope`; :mod:`ewif.landscape` varies two entries of a
-configuration.
+:func:`optimize` searches a space of :mod:`ewif.search.space`; the upper envelopes behind
+Dinkelbach's step are :mod:`ewif.search.envelope`; :mod:`ewif.search.landscape` varies two entries
+of a configuration.
 
-The objective is the EWIF of :class:`ewif.cascade.Cascade` (same semantics). Two exact
+The objective is the EWIF of :class:`ewif.kernel.cascade.Cascade` (same semantics). Two exact
 strategies share one decomposition of a target step:
 
 * **Memoised sub-cascades.** A model's K row is the same wherever it reviews, so one
   review call of drafter ``r`` depends only on the rows of models ``r..n−1``; each is
-  computed once per lenience by the kernel :func:`ewif.review_call.review_call` (the one
+  computed once per lenience by the kernel :func:`ewif.kernel.review_call.review_call` (the one
   :class:`Cascade` uses) and reused by every configuration that contains it.
 * **Block summaries.** At the target the draft is a sequence of independent blocks; the
   target step only needs, per block ``j`` and budget ``b``, the length pmf of ``L_j(b)``
   (for a ``tokens`` block every budget at once from one renewal sequence,
-  :func:`ewif.review_call.block_lengths`), hence ``P_j = E[a^L]`` (whole block accepted),
+  :func:`ewif.kernel.review_call.block_lengths`), hence ``P_j = E[a^L]`` (whole block accepted),
   ``E_j = E[Σ_{i=1}^{L} a^i]`` (expected accepted tokens in it), ``E[L]``, and the block's
   expected drafter cost ``C_j`` (Wald). Then ``E[tokens] = 1 + E_1 + P_1 (E_2 + P_2 (E_3 +
   …))`` and, for an affine target ``c_0(m) = c_0 + cpt_0·m``, ``E[cost] = c_0 + cpt_0 +
   Σ_j (C_j + cpt_0 E[L_j])``.
 
-**Pass-cost curves.** With measured curves ``c_i(m)`` (:mod:`ewif.pass_cost`) the
+**Pass-cost curves.** With measured curves ``c_i(m)`` (:mod:`ewif.kernel.pass_cost`) the
 drafters' curves only enter the memoised review calls (their cost is per block, so still
 separable). The target's review costs ``E[c_0(1 + Σ_j L_j)]``: for an affine ``c_0(m) =
 a_0 + s_0 m`` that is ``c_0(1) + s_0 Σ_j E[L_j]`` (separable, as above), but for a
@@ -60,13 +60,15 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ewif import envelope, validate
-from ewif.cascade import FILLS, Cascade
-from ewif.catch_up_search import catch_up_flags, optimize_catch_up
-from ewif.io import ModelSet
-from ewif.pass_cost import PassCost
-from ewif.review_call import block_lengths, drafters_reached, is_leaf, review_call, rows_of
-from ewif.space import BoundSpec, Entry, bound_values
+from ewif.base import validate
+from ewif.files.model_set import ModelSet
+from ewif.kernel.budgets import drafters_reached, is_leaf, rows_of
+from ewif.kernel.cascade import FILLS, Cascade
+from ewif.kernel.pass_cost import PassCost
+from ewif.kernel.review_call import block_lengths, review_call
+from ewif.search import envelope
+from ewif.search.catch_up_search import catch_up_flags, optimize_catch_up
+from ewif.search.space import BoundSpec, Entry, bound_values
 
 _EXHAUSTIVE_LIMIT = 5_000_000
 
@@ -125,9 +127,7 @@ class OptimizeResult:
         flags = None
         if self.catch_up is not None:
             flags = [self.catch_up[self.model_set.index(m)] for m in c.models]
-        return Cascade.from_model_set(
-            self.model_set, c.models, c.K, c.lenience, fill=self.fill, catch_up=flags
-        )
+        return self.model_set.to_cascade(c.models, c.K, c.lenience, fill=self.fill, catch_up=flags)
 
 
 def as_model_set(
@@ -181,7 +181,7 @@ def optimize(
     ----------
     source : a :class:`ModelSet`, or alpha (one matrix, or a mapping lenience → matrix)
         together with ``cost`` (and optionally ``cost_per_token``) or ``cost_curve``
-        (measured pass costs ``cost_curve[i][m-1]``, :mod:`ewif.pass_cost`).
+        (measured pass costs ``cost_curve[i][m-1]``, :mod:`ewif.kernel.pass_cost`).
     candidates : model names to choose from (target first; default all models of the set).
     bounds : ``(lo, hi)`` — every K entry of every searched cascade ranges over ``lo..hi``;
         or a mapping ``{(r, j): spec}`` with 1-based ``k_rj`` indices of the candidate list,
@@ -198,8 +198,8 @@ def optimize(
         ``ValueError`` (not exact there; see the module docstring).
     top : rows of the ranked table (see :class:`OptimizeResult` for what it holds).
     catch_up : one flag per model of the set (default: the set's own flags, if any): price
-        the flagged models' passes with their catch-up pass (:mod:`ewif.catch_up`). The
-        search is then the exact best-first search of :mod:`ewif.catch_up_search`
+        the flagged models' passes with their catch-up pass (:mod:`ewif.kernel.catch_up`). The
+        search is then the exact best-first search of :mod:`ewif.search.catch_up_search`
         (exhaustive; ``method="dinkelbach"`` raises ``ValueError``).
 
     Returns an :class:`OptimizeResult`. Raises ``ValueError`` for bad arguments or when no
@@ -551,7 +551,7 @@ class _Space:
         """True for the configurations that stand for their equivalence class: a non-empty
         target row, and every drafter the configuration never reaches has its K row at the
         smallest allowed values (so equivalent configurations are counted once). "Reaches"
-        is :func:`ewif.review_call.drafters_reached`, evaluated here for every configuration
+        is :func:`ewif.kernel.review_call.drafters_reached`, evaluated here for every configuration
         of ``prep`` at once (boolean arrays over the first block's options)."""
         n, nd = self.n, len(shape)
         k_vals, sigma = prep.k_vals, prep.sigma

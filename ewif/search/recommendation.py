@@ -4,15 +4,15 @@ Every command and the real-model pipeline ask this module, so one model set gets
 answer whichever command asks (``csd recommend``, ``csd simulate``, ``csd plot``,
 ``csd realrun``):
 
-* **the space** is :func:`ewif.space.search_space` (``"auto"``: the paper's space for the
+* **the space** is :func:`ewif.search.space.search_space` (``"auto"``: the paper's space for the
   paper's family — target, BASE, SMALL and a free Max-Gram — else every upper-triangular K
   with entries ``0..k_max``, which covers every drafter subset), at every lenience of the
   set unless told otherwise;
-* **the optimum** is :func:`ewif.search.optimize`'s exact one, priced with the set's pass
+* **the optimum** is :func:`ewif.search.optimizer.optimize`'s exact one, priced with the set's pass
   costs (curves when measured);
 * **the decision**: the configuration is worth running only if its EWIF exceeds 1
   (autoregressive decoding); otherwise the honest answer is to decode autoregressively
-  (:func:`ewif.explain.decision`).
+  (:func:`ewif.search.explain.decision`).
 
 :func:`load_model_set` turns "a preset name or a model-set file" into a model set.
 """
@@ -24,12 +24,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ewif import explain, limits
-from ewif.cascade import Cascade
-from ewif.io import ModelSet
-from ewif.io import load as load_file
-from ewif.search import Configuration, OptimizeResult, optimize
-from ewif.space import SearchSpace, search_space
+from ewif.files.model_set import ModelSet
+from ewif.files.model_set import load as load_file
+from ewif.kernel.cascade import Cascade
+from ewif.search import explain
+from ewif.search.optimizer import Configuration, OptimizeResult, optimize
+from ewif.search.space import SearchSpace, search_space, space_size
 
 
 def load_model_set(
@@ -37,7 +37,7 @@ def load_model_set(
 ) -> tuple[ModelSet, str]:
     """``(model set, where it came from)`` for a preset name or a model-set file (default:
     the default preset); both given is a ``ValueError``."""
-    from ewif import presets
+    from ewif.files import presets
 
     if preset is not None and path is not None:
         raise ValueError("give a preset or a model-set file, not both")
@@ -70,7 +70,7 @@ class Recommendation:
         return explain.decision(self.ewif)
 
     def cascade(self) -> Cascade:
-        """The :class:`~ewif.cascade.Cascade` of the best configuration."""
+        """The :class:`~ewif.kernel.cascade.Cascade` of the best configuration."""
         return self.result.cascade()
 
     def describe(self) -> str:
@@ -93,9 +93,9 @@ def recommend(
     hint: str = "lower k_max",
 ) -> Recommendation:
     """The recommendation for ``model_set`` (module docstring); the search is sized first
-    and refused with ``hint`` when too big (:func:`ewif.limits.search`)."""
+    and refused with ``hint`` when too big (:func:`ewif.search.space.space_size`)."""
     chosen = search_space(model_set, space, k_max, mag_block)
-    limits.search(
+    space_size(
         model_set.alpha,
         len(model_set.models),
         chosen.bounds,

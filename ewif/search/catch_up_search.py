@@ -1,12 +1,12 @@
-"""The exact optimizer under the catch-up pass (:mod:`ewif.catch_up`), best first.
+"""The exact optimizer under the catch-up pass (:mod:`ewif.kernel.catch_up`), best first.
 
 The catch-up pass couples a model's cost to the previous step, which breaks the block
 separability behind the vectorised search, so the search runs in two exact stages:
 
 1. **Upper bounds.** Every pass of a catch-up model feeds at least the positions the paper's
    accounting gives it, pass by pass (Theorem CU), and returns that many logit rows: a pass
-   of paper size ``r`` that feeds ``m >= r`` costs ``c(m) − h·(m − r)`` (:mod:`ewif.pass_cost`,
-   row cost ``h``). With its curve replaced by
+   of paper size ``r`` that feeds ``m >= r`` costs ``c(m) − h·(m − r)``
+   (:mod:`ewif.kernel.pass_cost`, row cost ``h``). With its curve replaced by
 
        b(r) = h·r + min_{m >= r} (c(m) − h·m)      (b <= c; h = 0: the lower envelope)
 
@@ -15,7 +15,7 @@ separability behind the vectorised search, so the search runs in two exact stage
    decreases there and the minimum is over ``m <= M + 1``, and ``b = c`` beyond ``M``. The
    vectorised exhaustive search ranks the configurations by that bound.
 2. **Exact evaluation, best first.** The ``T`` best bounds are evaluated exactly with
-   :class:`ewif.cascade.Cascade` (catch-up on); once the ``top``-th best exact value is at
+   :class:`ewif.kernel.cascade.Cascade` (catch-up on); once the ``top``-th best exact value is at
    least the ``T``-th bound, no configuration outside can enter the top (its bound, hence
    its value, is lower). Otherwise ``T`` grows fourfold.
 
@@ -29,9 +29,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ewif import validate
-from ewif.cascade import Cascade
-from ewif.io import ModelSet
+from ewif.base import validate
+from ewif.files.model_set import ModelSet
 
 _FIRST_ROUND = 32
 
@@ -39,7 +38,7 @@ _FIRST_ROUND = 32
 def catch_up_bound(curve: np.ndarray, slope: float, h: float) -> np.ndarray:
     """``b(r) = h·r + min_{m >= r} (c(m) − h·m)`` for ``r = 1..M + 1`` (module docstring):
     the measured table ``c(1..M)``, its extension slope ``slope >= h`` and row cost ``h``.
-    ``b >= 0`` since ``h`` is at most :func:`ewif.pass_cost.max_row_cost`; at that bound the
+    ``b >= 0`` since ``h`` is at most :func:`ewif.kernel.pass_cost.max_row_cost`; at that bound the
     sum can round a few ulps below 0, which is taken to 0."""
     y = np.asarray(curve, dtype=float)
     y = np.append(y, y[-1] + slope)
@@ -76,8 +75,7 @@ def catch_up_flags(model_set: ModelSet, catch_up: object | None) -> tuple[bool, 
 def exact_catch_up(model_set: ModelSet, flags: tuple[bool, ...], config, fill: str):
     """``config`` re-evaluated with the catch-up pass (same models, K and lenience)."""
     idx = [model_set.index(m) for m in config.models]
-    cascade = Cascade.from_model_set(
-        model_set,
+    cascade = model_set.to_cascade(
         config.models,
         config.K,
         config.lenience,
@@ -89,7 +87,7 @@ def exact_catch_up(model_set: ModelSet, flags: tuple[bool, ...], config, fill: s
 
 def optimize_catch_up(search, model_set: ModelSet, flags: tuple[bool, ...], top: int, **kwargs):
     """Best-first exact search (module docstring); ``search`` is the plain exhaustive
-    optimizer (:func:`ewif.search.optimize`), ``kwargs`` its search-space arguments."""
+    optimizer (:func:`ewif.search.optimizer.optimize`), ``kwargs`` its search-space arguments."""
     bounds_set = bounding_set(model_set, flags)
     rows = max(_FIRST_ROUND, top)
     while True:

@@ -15,7 +15,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ewif import validate
+from ewif.base import validate
 
 
 class HorizontalGradient(NamedTuple):

@@ -10,7 +10,7 @@ Semantics (the contract shared with ``simulate`` and ``realrun``, stated only he
 ----------------------------------------------------------------------------------
 * Models ``0..n``, largest first: 0 is the target, ``n`` is usually Max-Gram (MaG).
   A forward pass of model ``i`` that processes ``m`` token positions costs ``c_i(m)``
-  (:mod:`ewif.pass_cost`), relative to the target's generating pass (``c_0(1) = 1``),
+  (:mod:`ewif.kernel.pass_cost`), relative to the target's generating pass (``c_0(1) = 1``),
   either **affine**, ``c_i(m) = cost[i] + cost_per_token[i]·m`` (``cost[0] = 1``,
   ``cost_per_token`` defaults to 0), or a **measured curve** ``c_i(m) =
   cost_curve[i][m − 1]`` for ``m = 1..M_i`` (``cost_curve[0][0] = 1``), extended beyond
@@ -48,7 +48,7 @@ Semantics (the contract shared with ``simulate`` and ``realrun``, stated only he
   passes of the blocks under it). A *neural* model computes next-token logits over a KV
   cache and pays per pass by the positions ``m`` it processes — the target and every
   drafter a decoder runs as a ``TokenModel`` (transformers, llama.cpp or the seeded
-  synthetic models); only a neural drafter has a catch-up pass (:mod:`ewif.catch_up`). A
+  synthetic models); only a neural drafter has a catch-up pass (:mod:`ewif.kernel.catch_up`). A
   *proposer* (Max-Gram, the bigram table) looks its tokens up — no cache, no logits — and
   can only be a leaf.
 * EWIF = E[tokens per target review] / E[cost per target review] × (cost of one
@@ -63,7 +63,7 @@ together with ``cost_curve``) raise ``ValueError`` naming the entry.
 
 Method
 ------
-One review call is computed by the kernel :func:`ewif.review_call.review_call` (shared
+One review call is computed by the kernel :func:`ewif.kernel.review_call.review_call` (shared
 with the optimizer): block lengths are exact stopped sums (renewal sequence) or
 convolution powers, the tokens PGF is a product over independent blocks, the draft length
 ``D`` has the exact convolution pmf of the block lengths so the review pass costs
@@ -75,19 +75,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ewif import limits, validate
-from ewif.catch_up import Feed, feed, stationary_tail, step_pass_sizes
-from ewif.finite_length import generation_costs, generation_lengths
-from ewif.pass_cost import PassCost, relative_costs
-from ewif.pgf import Pgf
-from ewif.review_call import FILLS, Call, Rows, drafters_reached, review_call, rows_of
-
-if TYPE_CHECKING:
-    from ewif.io import ModelSet
+from ewif.base import limits, validate
+from ewif.kernel.budgets import FILLS, Rows, drafters_reached, rows_of
+from ewif.kernel.catch_up import Feed, feed, stationary_tail, step_pass_sizes
+from ewif.kernel.finite_length import CaughtUp, entry_costs, generation_costs, generation_lengths
+from ewif.kernel.pass_cost import PassCost, relative_costs
+from ewif.kernel.review_call import Call, review_call
+from ewif.theory.pgf import Pgf
 
 __all__ = ["FILLS", "Cascade", "PassSizes"]
 
@@ -154,19 +151,19 @@ class Cascade:
     cost_curve : list of n+1 sequences or None — measured pass costs ``cost_curve[i][m-1]``
         (see the module docstring for the extrapolation rule).
     catch_up : n+1 booleans or None — ``catch_up[i]`` prices model ``i``'s passes at the
-        positions a KV-cached model really feeds (:mod:`ewif.catch_up`: its own last token,
+        positions a KV-cached model really feeds (:mod:`ewif.kernel.catch_up`: its own last token,
         the reviewer's correction, other models' accepted tokens); False (the default for
         every model) is the paper's accounting. Proposers without a cache (Max-Gram) keep
         False; the target's flag changes nothing (it always reviews its whole draft).
     row_cost : n+1 numbers >= 0 or None (zeros) — ``h_i``, the cost of one logit row of
         model ``i``: the costs price a pass at all its rows, and a catch-up position returns
         none, so a catch-up drafter pays ``h_i`` less per catch-up position
-        (:mod:`ewif.pass_cost`, "Logit rows").
+        (:mod:`ewif.kernel.pass_cost`, "Logit rows").
 
     Attributes ``alpha, cost, cost_per_token, K, n, fill, names`` are read-only arrays/values;
     ``cost`` holds the ``m = 1`` costs when curves are given (``cost_per_token`` is then
     zero), ``cost_curve`` the curves (tuple of arrays, None when affine) and ``pass_cost``
-    the :class:`ewif.pass_cost.PassCost` that prices every pass.
+    the :class:`ewif.kernel.pass_cost.PassCost` that prices every pass.
     """
 
     def __init__(
@@ -253,7 +250,7 @@ class Cascade:
     @staticmethod
     def _check_alpha(alpha: np.ndarray, rows: Rows, n: int) -> None:
         """alpha in [0, 1] where given, known (not NaN) for every pair the configuration
-        uses, and every drafter reached (:func:`ewif.review_call.drafters_reached`)."""
+        uses, and every drafter reached (:func:`ewif.kernel.review_call.drafters_reached`)."""
         upper = np.triu(np.ones((n + 1, n + 1), dtype=bool), 1)
         present = upper & ~np.isnan(alpha)
         bad = present & ~((alpha >= 0.0) & (alpha <= 1.0))
@@ -275,56 +272,6 @@ class Cascade:
                     f"used row); drop it from the models"
                 )
 
-    # ------------------------------------------------------------------ construction
-    @classmethod
-    def from_model_set(
-        cls,
-        model_set: ModelSet,
-        models: tuple[str, ...] | list[str] | None = None,
-        K: object | None = None,
-        lenience: float | None = None,
-        fill: str = "tokens",
-        catch_up: object | None = None,
-    ) -> Cascade:
-        """The cascade of ``models`` (target first; default: the set's ``cascade`` section or
-        all its models) with budgets ``K`` at ``lenience`` (default 1, or the section's);
-        ``catch_up`` one flag per chosen model (default: the set's flags, if it has any);
-        the set's ``row_cost`` (if any) prices the catch-up positions' missing rows."""
-        choice = model_set.cascade
-        if models is None and choice is not None:
-            models = choice.models
-        if K is None:
-            if choice is None:
-                raise ValueError("K is required: the model set has no 'cascade' section")
-            K = choice.K
-        if lenience is None:
-            lenience = choice.lenience if choice is not None else 1.0
-        models = tuple(model_set.models if models is None else models)
-        idx = [model_set.index(m) for m in models]
-        if idx[0] != 0:
-            raise ValueError(
-                f"models must start with the target {model_set.models[0]!r}, got {models[0]!r}"
-            )
-        if sorted(idx) != idx or len(set(idx)) != len(idx):
-            raise ValueError(
-                f"models must be distinct and ordered largest first as in the set "
-                f"{list(model_set.models)}, got {list(models)}"
-            )
-        lenience = model_set.checked_lenience(lenience)
-        ix = np.asarray(idx)
-        curves = model_set.cost_curve
-        return cls(
-            model_set.alpha[lenience][np.ix_(ix, ix)],
-            model_set.cost[ix],
-            K,
-            cost_per_token=None if curves is not None else model_set.cost_per_token[ix],
-            fill=fill,
-            names=models,
-            cost_curve=None if curves is None else [curves[i] for i in idx],
-            catch_up=_flags_of(model_set, idx) if catch_up is None else catch_up,
-            row_cost=None if model_set.row_cost is None else model_set.row_cost[ix],
-        )
-
     # ------------------------------------------------------------------ exact evaluation
     def _call(self) -> Call:
         """The target's review call (the kernel memoises every nested call)."""
@@ -340,21 +287,22 @@ class Cascade:
         return float(np.arange(pmf.size) @ pmf)
 
     def step_feed(self, i: int) -> Feed | None:
-        """How drafter ``i`` feeds its cache in one target step (:class:`~ewif.catch_up.Feed`,
-        Theorem CU); None for the target and for a model without catch-up."""
+        """How drafter ``i`` feeds its cache in one target step
+        (:class:`~ewif.kernel.catch_up.Feed`, Theorem CU); None for the target and for a model
+        without catch-up."""
         if i == 0 or not self.catch_up[i]:
             return None
         return feed(i, 0, self._rows, self.alpha, self.fill, self._feed_calls, self._feeds)
 
     def _step_sizes(self, i: int) -> np.ndarray:
         """Expected passes of model ``i`` per target step by positions ``m`` (with its
-        catch-up pass when ``catch_up[i]``, Theorem CU of :mod:`ewif.catch_up`)."""
+        catch-up pass when ``catch_up[i]``, Theorem CU of :mod:`ewif.kernel.catch_up`)."""
         step = self.step_feed(i)
         return self._call().sizes[i] if step is None else step_pass_sizes(step)
 
     def first_pass_sizes(self, i: int) -> np.ndarray:
         """``f[m]``: the law of the positions of model ``i``'s first pass in a target step,
-        ``π ⊛ first`` of Theorem CU (:mod:`ewif.catch_up`) — the one pass that carries the
+        ``π ⊛ first`` of Theorem CU (:mod:`ewif.kernel.catch_up`) — the one pass that carries the
         catch-up; ``catch_up[i]`` must be set for a drafter ``i >= 1`` the target's K reaches.
         Zeros when the target's K does not reach ``i``."""
         i = validate.count("i", i, minimum=1)
@@ -402,14 +350,34 @@ class Cascade:
 
         ``None``: an endless generation, ``E[tokens per step]·c_0(1)/E[cost per step]``
         (renewal–reward). An int ``N``: a generation of ``N`` tokens, whose last step pays
-        for tokens it cannot keep (Theorem FL, :mod:`ewif.finite_length`); a sequence: a
+        for tokens it cannot keep (Theorem FL, :mod:`ewif.kernel.finite_length`); a sequence: a
         workload of generations of those lengths, ``Σ N_p·c_0(1) / Σ E[C(N_p)]``.
         """
         if max_new_tokens is None:
             return self.expected_tokens() * self.pass_cost.unit / self.expected_cost()
         lengths = generation_lengths(max_new_tokens)
-        costs = generation_costs(self, lengths)
+        costs = self.generation_costs(lengths)
         return sum(lengths) * self.pass_cost.unit / sum(costs[n] for n in lengths)
+
+    def generation_cost(self, n: int) -> float:
+        """``E[C(n)]``: expected cost (in the cascade's cost units) of a generation of ``n``
+        tokens, every model's passes included (Theorem FL, :mod:`ewif.kernel.finite_length`)."""
+        return self.generation_costs([n])[n]
+
+    def generation_costs(self, lengths: Sequence[int]) -> dict[int, float]:
+        """``E[C(n)]`` for every ``n`` in ``lengths`` (Theorem FL): the models whose step cost
+        does not depend on the past at their stationary cost per step, each catch-up drafter by
+        the tail its steps enter with."""
+        fixed, caught = 0.0, []
+        for i, cost in enumerate(self.model_step_costs()):
+            step = self.step_feed(i)
+            if step is None:
+                fixed += float(cost)
+                continue
+            entry = entry_costs(self.K, i, step, self.pass_cost, self.logit_rows(i))
+            caught.append(CaughtUp(entry, step.exit))
+        pmf = np.asarray(self.tokens_pgf().coefficients, dtype=float)
+        return generation_costs(pmf, fixed, caught, lengths)
 
     def passes_per_step(self) -> np.ndarray:
         """Expected forward passes of each model ``0..n`` per target step (the target's is 1)."""
@@ -469,7 +437,7 @@ def _prices(
     row_cost: object | None,
 ) -> tuple[np.ndarray, np.ndarray, PassCost]:
     """``(cost, cost_per_token, pass_cost)`` of a :class:`Cascade`, checked: affine costs
-    (:func:`ewif.pass_cost.relative_costs`), or measured curves with ``cost`` omitted or
+    (:func:`ewif.kernel.pass_cost.relative_costs`), or measured curves with ``cost`` omitted or
     equal to their ``m = 1`` values and no ``cost_per_token``; ``row_cost`` per model."""
     if cost_curve is None:
         if cost is None:
@@ -484,9 +452,3 @@ def _prices(
     pass_cost = PassCost.from_curves(cost_curve, row_cost=row_cost)
     cost, cpt = relative_costs(pass_cost.m1_costs(cost))
     return cost, cpt, pass_cost
-
-
-def _flags_of(model_set: ModelSet, idx: list[int]) -> list[bool] | None:
-    """The model set's catch-up flags of the models ``idx`` (None when it has none)."""
-    flags = getattr(model_set, "catch_up", None)
-    return None if flags is None else [bool(flags[i]) for i in idx]

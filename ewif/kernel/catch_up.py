@@ -1,6 +1,6 @@
 """The catch-up pass: what a KV-cached drafter really feeds, exactly (Theorem CU).
 
-Algorithm 1 as the paper counts it (:mod:`ewif.cascade`) prices a generating pass at
+Algorithm 1 as the paper counts it (:mod:`ewif.kernel.cascade`) prices a generating pass at
 ``m = 1`` and a review pass at ``m = D + 1``. A model that keeps a KV cache must instead feed
 *every token of the sequence it has not fed yet*: its own last generated token (never an
 input), the reviewer's correction or bonus token, and the tokens other models appended. Per
@@ -18,7 +18,7 @@ call (it feeds ``U_in + q``, ``U_in`` the unfed tail at the call's start); ``res
 expected other passes of ``i`` with ``m`` positions (they do not depend on ``U_in``: after its
 first pass, ``i`` has fed the whole context); ``exit[t, u]`` — joint law of the tokens ``t``
 the call yields and of ``i``'s unfed tail ``u`` after it. The recursion over the blocks of
-``x``'s draft (notation of :mod:`ewif.review_call`):
+``x``'s draft (notation of :mod:`ewif.kernel.review_call`):
 
 * ``i = x``: ``first`` = law of the draft length ``D``, no other pass, ``exit[t, 1] = R_x(t)``
   (only x's own correction is unfed).
@@ -43,7 +43,7 @@ so ``U`` at the start of step ``s + 1`` is the exit tail of step ``s``, which de
 of ``i`` per step with ``m`` positions are ``(π ⊛ first)[m] + rest[m]``. Tokens do not
 change; the pass count does not change; only ``m`` grows (never shrinks), so with costs
 non-decreasing in ``m`` the EWIF with catch-up is at most the plain one (with a row cost
-``h``, :mod:`ewif.pass_cost`, when ``c(m) − h·m`` is non-decreasing). ``k = 1`` SD: the
+``h``, :mod:`ewif.kernel.pass_cost`, when ``c(m) − h·m`` is non-decreasing). ``k = 1`` SD: the
 drafter's cost per step is ``α·c₁(2) + (1 − α)·c₁(1)``.
 
 Exactness rests on one assumption, true for greedy verification and for speculative sampling
@@ -58,16 +58,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ewif._numerics import padded_add, pmf_power
-from ewif.review_call import (
-    Call,
-    Rows,
-    block_length,
-    drafters_reached,
-    is_leaf,
-    renewal,
-    review_call,
-)
+from ewif.base.arithmetic import padded_add, pmf_power
+from ewif.kernel.budgets import Rows, drafters_reached, is_leaf
+from ewif.kernel.review_call import Call, block_length, renewal, review_call
 
 __all__ = ["Feed", "feed", "stationary_tail", "step_pass_sizes"]
 

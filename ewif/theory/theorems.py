@@ -4,7 +4,7 @@ Notation (i.i.d. acceptance): a reviewer accepts each draft token independently 
 probability ``α``; a review of a ``j``-token draft produces the accepted prefix plus one
 token of the reviewer's own, so it produces ``min(Geom, j) + 1`` tokens with mean
 ``G(α, j) = Σ_{i=0}^{j} α^i = (1 − α^(j+1))/(1 − α)``. Every ``G`` here is evaluated by
-:func:`ewif._numerics.geometric_sum`, so ``α → 1`` is exact (``G(1, j) = j + 1``) and the
+:func:`ewif.base.arithmetic.geometric_sum`, so ``α → 1`` is exact (``G(1, j) = j + 1``) and the
 relative error stays ~1e-15 even at ``α = 1 − 1e-9``.
 
 * Theorem 4.1 — :func:`phi`: the PGF of the tokens produced by one review.
@@ -22,9 +22,9 @@ from fractions import Fraction
 
 import numpy as np
 
-from ewif import validate
-from ewif._numerics import geometric_sum
-from ewif.pgf import Pgf
+from ewif.base import validate
+from ewif.base.arithmetic import geometric_sum
+from ewif.theory.pgf import Pgf
 
 #: A real scalar, or an array of them; the functions broadcast their arguments together.
 Reals = float | np.ndarray
@@ -41,7 +41,7 @@ def phi(alpha: float, k: int) -> Pgf:
     ``P(i tokens) = α^(i−1)(1 − α)`` for ``i = 1..k`` (``i − 1`` accepted, then a rejection
     replaced by the reviewer's token) and ``α^k`` for ``i = k + 1`` (all accepted plus the
     bonus token). In closed form ``φ(x) = 1 + (x − 1)(1 − (αx)^(k+1))/(1 − αx)``, and
-    ``φ'(1) = G(α, k) = (1 − α^(k+1))/(1 − α)`` (proved in :mod:`ewif.symbolic`).
+    ``φ'(1) = G(α, k) = (1 − α^(k+1))/(1 − α)`` (proved in :mod:`ewif.theory.symbolic`).
     ``k = 0`` gives ``x`` (the reviewer's own token); so does ``α = 0``.
     """
     alpha = validate.probability("alpha", alpha)

@@ -38,8 +38,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ewif import validate
-from ewif.io import read_data
+from ewif.base import validate
+from ewif.files.reading import read_data
 
 SCHEMA = "csd.results/1"
 METHOD_KINDS = ("autoregressive", "sd", "csd", "hf-assisted", "hf-prompt-lookup")

@@ -6,8 +6,8 @@ Shared by ``csd recommend``, ``csd evaluate`` and ``csd realrun`` (:mod:`realrun
   is only worth running when its EWIF exceeds 1; otherwise the honest answer is "decode
   autoregressively".
 * **Review sizes.** A pass of model ``i`` over ``m`` positions costs ``c_i(m)``
-  (:mod:`ewif.pass_cost`); :meth:`ewif.cascade.Cascade.pass_sizes` gives, per model, the
-  expected passes per target step by ``m`` and what they cost. With measured curves this
+  (:mod:`ewif.kernel.pass_cost`); :meth:`ewif.kernel.cascade.Cascade.pass_sizes` gives, per model,
+  the expected passes per target step by ``m`` and what they cost. With measured curves this
   says which part of each curve the recommendation relies on.
 """
 
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ewif.cascade import Cascade
+from ewif.kernel.cascade import Cascade
 
 
 def decision(ewif: float) -> str:
@@ -34,7 +34,7 @@ def autoregressive_line(what: str, ewif: float) -> str:
 def review_sizes(cascade: Cascade) -> list[dict[str, Any]]:
     """Per model with passes: passes per target step, the range and mean of ``m`` over its
     passes, the expected cost of those passes per step (a catch-up drafter's less the logit
-    rows it does not return, :meth:`~ewif.cascade.Cascade.model_step_costs`), and the exact
+    rows it does not return, :meth:`~ewif.kernel.cascade.Cascade.model_step_costs`), and the exact
     pmf of ``m`` (``pmf[m]``)."""
     out = []
     costs = cascade.model_step_costs()

@@ -1,9 +1,9 @@
 """One review call of Algorithm 1, exactly: the single kernel behind ``Cascade`` and ``optimize``.
 
-Semantics are those of :mod:`ewif.cascade` (the contract). A review call of model ``r``
+Semantics are those of :mod:`ewif.kernel.cascade` (the contract). A review call of model ``r``
 builds its draft block by block, ``j = r+1..n``; block ``j`` has budget ``b = k_(r+1)j``
-(0 skips it). A *leaf* (:func:`is_leaf`) writes its block with ``b`` generating passes
-(``m = 1`` each, cost ``c_j(1)`` each). Otherwise the block is filled by review calls of
+(0 skips it). A *leaf* (:func:`ewif.kernel.budgets.is_leaf`) writes its block with ``b`` generating
+passes (``m = 1`` each, cost ``c_j(1)`` each). Otherwise the block is filled by review calls of
 ``j`` with tokens pmf ``R_j``:
 
 * ``fill="tokens"``: the stopped sum ``L = S_N``, ``N = min{n : S_n >= b}``. With the
@@ -22,57 +22,20 @@ stopped mass, ``F_j(x) = (1−a) Σ_i a^i P(L > i) x^i``, and updates ``S ← S�
 finally ``R_r(x) = x·(Σ stopped + S)``. All finite polynomial arithmetic: exact up to
 rounding.
 
-Rows: the K rows of models ``r..n−1`` as a tuple ``rows`` with ``rows[i]`` the budgets of
-model ``r + i`` for drafters ``r+i+1..n`` (``K[r+i, r+i:]`` of the ``n×n`` K), so one call
-depends on nothing else and memoises under the key ``(r, rows)``.
+Rows (:data:`ewif.kernel.budgets.Rows`): the K rows of models ``r..n−1`` as a tuple ``rows`` with
+``rows[i]`` the budgets of model ``r + i`` for drafters ``r+i+1..n`` (``K[r+i, r+i:]`` of the
+``n×n`` K), so one call depends on nothing else and memoises under the key ``(r, rows)``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from ewif._numerics import padded_add, pmf_power
-from ewif.pass_cost import PassCost
-
-FILLS = ("tokens", "rounds")
-
-Rows = tuple[tuple[int, ...], ...]
-
-
-def is_leaf(K: Sequence[Sequence[int]] | np.ndarray, j: int) -> bool:
-    """The leaf rule: drafter ``j`` generates its blocks itself iff ``j`` is the last model
-    (``j >= len(K)``, K having one row per reviewer) or its own K row is all zero.
-
-    Works on the ``n×n`` K (``j`` a model index) and on :data:`Rows` of models ``r..n−1``
-    (``j`` relative to ``r``).
-    """
-    return j >= len(K) or not any(K[j])
-
-
-def rows_of(K: np.ndarray, r: int = 0) -> Rows:
-    """The :data:`Rows` of models ``r..n−1`` of an ``n×n`` upper-triangular ``K``."""
-    return tuple(tuple(int(x) for x in K[q, q:]) for q in range(r, K.shape[0]))
-
-
-def drafters_reached(r: int, rows: Rows) -> frozenset[int]:
-    """The drafters a review call of ``r`` makes passes of (``r`` excluded), given the
-    :data:`Rows` of models ``r..n−1``: every drafter with a positive budget in ``r``'s row,
-    and recursively those of the non-leaf ones (``drafters_reached(0, rows_of(K))``: the
-    drafters a configuration uses)."""
-    n = r + len(rows)
-    out: set[int] = set()
-    stack = [r]
-    while stack:
-        x = stack.pop()
-        for j, b in zip(range(x + 1, n + 1), rows[x - r], strict=True):
-            if b and j not in out:
-                out.add(j)
-                if not is_leaf(rows, j - r):
-                    stack.append(j)
-    return frozenset(out)
+from ewif.base.arithmetic import padded_add, pmf_power
+from ewif.kernel.budgets import Rows, is_leaf
+from ewif.kernel.pass_cost import PassCost
 
 
 def renewal(pmf: np.ndarray, size: int) -> np.ndarray:

@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ewif import validate
-from ewif._numerics import padded_add, pmf_power
+from ewif.base import validate
+from ewif.base.arithmetic import padded_add, pmf_power
 
 if TYPE_CHECKING:
     import sympy

@@ -6,11 +6,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ewif import validate
-from ewif.cascade import Cascade
-from ewif.io import ModelSet
-from ewif.search import Configuration, OptimizeResult
-from ewif.space import Entry
+from ewif.base import validate
+from ewif.files.model_set import ModelSet
+from ewif.kernel.cascade import Cascade
+from ewif.search.optimizer import Configuration, OptimizeResult
+from ewif.search.space import Entry
 
 
 @dataclass(frozen=True)
@@ -84,10 +84,11 @@ def landscape_of(
     entries: tuple[Entry, Entry] | None = None,
     k_max: int = 30,
 ) -> Landscape:
-    """:func:`landscape_around` around a :class:`~ewif.cascade.Cascade` built from ``model_set``
-    (its models must be named; its lenience is the set's lenience whose α it carries)."""
+    """:func:`landscape_around` around a :class:`~ewif.kernel.cascade.Cascade` built from
+    ``model_set`` (its models must be named; its lenience is the set's lenience whose α it
+    carries)."""
     if not cascade.names:
-        raise ValueError("cascade must name its models (build it with Cascade.from_model_set)")
+        raise ValueError("cascade must name its models (build it with ModelSet.to_cascade)")
     idx = np.asarray([model_set.index(m) for m in cascade.names])
     lenience = next(
         (
@@ -121,8 +122,6 @@ def _ewif_at(result: OptimizeResult, cfg: Configuration, changes: dict[Entry, in
     for (r, j), v in changes.items():
         K[r - 1, j - 1] = v
     try:
-        return Cascade.from_model_set(
-            result.model_set, cfg.models, K, cfg.lenience, fill=result.fill
-        ).ewif()
+        return result.model_set.to_cascade(cfg.models, K, cfg.lenience, fill=result.fill).ewif()
     except ValueError:
         return float("nan")
