@@ -30,7 +30,7 @@ from retrace import acceptance_on, run_family
 from ewif.files import results as results_io
 from ewif.files.bootstrap_data import BootstrapData
 from ewif.files.model_set import ModelSet
-from realrun.side_by_side import method_lengths
+from realrun.predictions import method_lengths
 from simulate.trace_replay import replay
 
 DATA = Path(__file__).resolve().parent.parent / "realrun" / "data"

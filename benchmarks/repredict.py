@@ -3,14 +3,14 @@
 No model runs: every results file (default: the shipped ``realrun/data/cpu_results_*.json``;
 or the files given) carries its model set (acceptances, per-prompt acceptances, cost curves
 and their standard errors) and its measurements, so each sd/csd method's prediction — the
-exact EWIF on the generations it made (Theorem FL, :func:`realrun.side_by_side.method_lengths`)
-— and its 90 % prediction interval (:func:`realrun.side_by_side.method_intervals`, held-out
+exact EWIF on the generations it made (Theorem FL, :func:`realrun.predictions.method_lengths`)
+— and its 90 % prediction interval (:func:`realrun.predictions.method_intervals`, held-out
 prompts as the run had) can be computed again when the theory changes. The measurements do
 not move.
 
 Prints, per sd/csd method, the measured speed-up, the prediction the file holds and the
 recomputed one with its interval, and, where the model set carries acceptance traces, what
-replaying them predicts (:func:`realrun.side_by_side.replay_predictions`); then the median
+replaying them predicts (:func:`realrun.predictions.replay_predictions`); then the median
 error and the coverage before, after and by replay.
 ``--write`` stores the recomputed ``predicted_speedup``, ``metadata.prediction_intervals``,
 ``metadata.interval_coverage``, ``metadata.median_prediction_error`` and the replay's
@@ -38,7 +38,7 @@ from ewif.files import results as results_io
 from ewif.files.model_set import ModelSet
 from ewif.files.results import Results
 from realrun.pipeline import median_prediction_error, timing_diagnostics
-from realrun.side_by_side import (
+from realrun.predictions import (
     interval_coverage,
     method_intervals,
     method_lengths,

@@ -77,8 +77,8 @@ from realrun.measure import (
     measure_acceptance,
     measure_costs,
 )
+from realrun.methods import recommendation_record
 from realrun.prompts import Prompt, encode
-from realrun.side_by_side import recommendation_record
 from realrun.timing import time_passes
 from simulate.decoder.sampling import Decoding
 

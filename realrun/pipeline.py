@@ -27,16 +27,16 @@ from ewif.files.results import Results
 from ewif.search.recommendation import recommend
 from realrun.books import ar_agreement, timing_agreement
 from realrun.family import load_family, set_threads
-from realrun.numerics import measure_numerics
-from realrun.prompts import Prompt, encode, load_prompts
-from realrun.side_by_side import (
+from realrun.methods import (
     Method,
     cascade_method,
     default_methods,
     recommendation_record,
     recommended_method,
-    run_side_by_side,
 )
+from realrun.numerics import measure_numerics
+from realrun.prompts import Prompt, encode, load_prompts
+from realrun.side_by_side import run_side_by_side
 from simulate.decoder.sampling import Decoding
 
 _CPU_FLAGS = ("avx2", "avx512f", "avx512_bf16", "avx512_fp16", "amx_bf16", "amx_fp16")

@@ -139,7 +139,8 @@ def demo_results(max_new_tokens: int = 12, progress: bool = False) -> Results:
     from realrun.hf_model import HFTokenModel
     from realrun.maxgram import MaxGram
     from realrun.measure import measure
-    from realrun.side_by_side import default_methods, run_side_by_side
+    from realrun.methods import default_methods
+    from realrun.side_by_side import run_side_by_side
 
     tokenizer = build_tokenizer()
     target = build_llama(64, 2, seed=1)

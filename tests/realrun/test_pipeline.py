@@ -13,9 +13,11 @@ from ewif.search.recommendation import recommend
 from realrun import books
 from realrun.family import load_family
 from realrun.invariance import batch_invariance
+from realrun.methods import recommendation_record
 from realrun.pipeline import run_pipeline, split_prompts, timing_diagnostics
 from realrun.prompts import load_prompts
-from realrun.side_by_side import MethodTally, divergences, recommendation_record
+from realrun.side_by_side import divergences
+from realrun.tally import MethodTally
 from simulate.decoder.sampling import Decoding
 
 

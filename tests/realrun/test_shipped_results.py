@@ -13,8 +13,8 @@ import pytest
 from ewif.files import results as results_io
 from ewif.files.model_set import ModelSet
 from realrun.pipeline import timing_diagnostics
+from realrun.predictions import method_intervals, method_lengths, replay_predictions
 from realrun.results_tables import format_results
-from realrun.side_by_side import method_intervals, method_lengths, replay_predictions
 
 DATA = Path(__file__).resolve().parents[2] / "realrun" / "data"
 RUNS = sorted(DATA.glob("cpu_results_*.json"))
@@ -47,7 +47,7 @@ def test_predictions_and_intervals_are_the_current_codes(path):
 @pytest.mark.parametrize("path", RUNS, ids=lambda p: p.stem)
 def test_replay_predictions_are_the_current_codes(path):
     """Where the model set carries acceptance traces, the stored trace-replay predictions
-    are what :func:`realrun.side_by_side.replay_predictions` gives today."""
+    are what :func:`realrun.predictions.replay_predictions` gives today."""
     run = results_io.load(path)
     model_set = ModelSet.from_dict(run.metadata["model_set"], str(path))
     if model_set.bootstrap.acceptance_traces is None:

@@ -12,14 +12,10 @@ from realrun.bigram import BigramTable
 from realrun.hf_model import HFTokenModel
 from realrun.maxgram import MaxGram
 from realrun.measure import measure
+from realrun.methods import Method, cascade_method, default_methods
+from realrun.predictions import interval_coverage
 from realrun.results_tables import format_results, wall_time_lines
-from realrun.side_by_side import (
-    Method,
-    cascade_method,
-    default_methods,
-    interval_coverage,
-    run_side_by_side,
-)
+from realrun.side_by_side import run_side_by_side
 from realrun.tiny import EOS, PROMPT_TEXTS
 from simulate.trace_replay import replay
 
