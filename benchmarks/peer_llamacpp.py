@@ -69,7 +69,8 @@ from ewif.files.model_set import ModelSet
 from ewif.kernel.cascade import Cascade
 from ewif.predict.batch import batch_ratio
 from realrun.commands.measure import threads_arg
-from realrun.engine_metrics import SIMPLE_STATS, iid_alpha
+from realrun.engine_counters.speculative_simple import SIMPLE_STATS
+from realrun.engine_metrics import iid_alpha
 from realrun.llamacpp_model import program_flags
 from realrun.pipeline import run_pipeline, split_prompts
 from realrun.prompts import Prompt, encode

@@ -59,7 +59,8 @@ import fetch_weights
 from ewif.files import model_set as model_io
 from ewif.predict.batch import batch_ratio
 from realrun.batched import measure_batch_costs
-from realrun.engine_metrics import acceptance, parse_counters
+from realrun.engine_counters.reading import parse_counters
+from realrun.engine_metrics import acceptance
 from realrun.llama_server import LlamaServer, synchronized_rounds
 from realrun.llamacpp_model import program_flags
 from realrun.measure import measure_acceptance

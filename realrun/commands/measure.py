@@ -219,6 +219,7 @@ def _run_from_metrics(args: argparse.Namespace) -> int:
     set (:mod:`realrun.engine_metrics`; imports neither torch nor transformers)."""
     from ewif.files import model_set as model_io
     from realrun import engine_metrics as em
+    from realrun.engine_counters.reading import read_counters
 
     names = tuple(args.models) or ("target", "drafter")
     if len(names) != 2:
@@ -226,7 +227,7 @@ def _run_from_metrics(args: argparse.Namespace) -> int:
             f"--from-metrics reads one target and one drafter: give two MODEL names, got "
             f"{list(names)}"
         )
-    counters = em.read_counters(args.from_metrics, args.engine)
+    counters = read_counters(args.from_metrics, args.engine)
     if args.costs:
         curves, extra = em.curves_from_file(args.costs, names)
         meta: dict = {"costs": f"cost curves of {args.costs}"}
@@ -249,7 +250,9 @@ def _run_from_metrics(args: argparse.Namespace) -> int:
         )
     acc = em.acceptance(counters)
     meta["metrics_files"] = [str(p) for p in args.from_metrics]
-    ms = em.model_set(acc, names, curves, catch_up=catch_up, batch_costs=batch_costs, metadata=meta)
+    ms = em.model_set_from_metrics(
+        acc, names, curves, catch_up=catch_up, batch_costs=batch_costs, metadata=meta
+    )
     model_io.save(ms, args.output)
     if args.json:
         print(

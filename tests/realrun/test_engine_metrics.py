@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from ewif import cli
 from ewif.files import model_set as model_io
 from realrun import engine_metrics as em
+from realrun.engine_counters.reading import parse_counters, read_counters
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 ROOT = Path(__file__).resolve().parents[2]
@@ -26,7 +27,7 @@ COSTS = ["--cost-curve", "target=1,1.1,1.2", "--cost-curve", "drafter=0.2,0.21"]
 
 
 def test_vllm_exposition_fixture():
-    c = em.read_counters([FIXTURES / "vllm_metrics.prom"])
+    c = read_counters([FIXTURES / "vllm_metrics.prom"])
     assert (c.format, c.model_name) == ("vllm-prometheus", "Qwen/Qwen2.5-1.5B-Instruct")
     assert (c.drafts, c.draft_tokens, c.accepted, c.k) == (3000, 12000, 6079, 4)
     assert c.per_position == (2233, 1667, 1249, 930)
@@ -38,11 +39,11 @@ def test_vllm_exposition_fixture():
 
 def test_two_scrapes_give_the_counts_between_them():
     files = [FIXTURES / "vllm_metrics_before.prom", FIXTURES / "vllm_metrics.prom"]
-    c = em.read_counters(files, "vllm")
+    c = read_counters(files, "vllm")
     assert (c.drafts, c.draft_tokens, c.accepted) == (1800, 7200, 6079 - 2466)
     assert c.per_position == (2233 - 896, 1667 - 670, 1249 - 506, 930 - 394)
     with pytest.raises(ValueError, match=r"decreased between the two scrapes \(3000 → 1200\)"):
-        em.read_counters(files[::-1])
+        read_counters(files[::-1])
 
 
 def test_a_fresh_llama_server_scrape_counts_from_zero(tmp_path):
@@ -57,9 +58,9 @@ def test_a_fresh_llama_server_scrape_counts_from_zero(tmp_path):
             if line.startswith("llamacpp:") and "per_pos" not in line
         )
     )
-    assert em.read_counters([fresh, after]) == em.read_counters([after])
+    assert read_counters([fresh, after]) == read_counters([after])
     with pytest.raises(ValueError, match="nothing to read"):
-        em.acceptance(em.read_counters([fresh]))
+        em.acceptance(read_counters([fresh]))
 
 
 def test_a_real_llama_server_capture():
@@ -67,7 +68,7 @@ def test_a_real_llama_server_capture():
     before any request, has zero totals and no per-position counter."""
     before, after = FIXTURES / "llamacpp_tiny_before.prom", FIXTURES / "llamacpp_tiny_after.prom"
     assert "per_pos" not in before.read_text()
-    c = em.read_counters([before, after], "llama.cpp")
+    c = read_counters([before, after], "llama.cpp")
     assert (c.drafts, c.draft_tokens, c.accepted, c.per_position) == (
         114,
         442,
@@ -81,7 +82,7 @@ def test_a_real_llama_server_capture():
 def test_a_real_qwen_llama_server_capture():
     """The α round trip of benchmarks/serving_llamacpp.py: a real llama-server serving the
     Qwen2.5-Coder 1.5B/0.5B pair (see the fixture's header)."""
-    c = em.read_counters([FIXTURES / "llamacpp_qwen_round_trip.prom"], "llama.cpp")
+    c = read_counters([FIXTURES / "llamacpp_qwen_round_trip.prom"], "llama.cpp")
     assert (c.drafts, c.draft_tokens, c.accepted, c.k) == (134, 506, 357, 4)
     assert c.per_position == (112, 93, 81, 71)
     acc = em.acceptance(c)
@@ -90,7 +91,7 @@ def test_a_real_qwen_llama_server_capture():
 
 
 def test_llama_server_fixture():
-    c = em.read_counters([FIXTURES / "llamacpp_metrics.prom"], "llama.cpp")
+    c = read_counters([FIXTURES / "llamacpp_metrics.prom"], "llama.cpp")
     assert (c.format, c.drafts, c.draft_tokens, c.accepted, c.k) == (
         "llamacpp-prometheus",
         900,
@@ -104,7 +105,7 @@ def test_llama_server_fixture():
 
 
 def test_vllm_per_request_fixture_adds_the_requests():
-    c = em.read_counters([FIXTURES / "vllm_per_request.jsonl"])
+    c = read_counters([FIXTURES / "vllm_per_request.jsonl"])
     # histograms [16, 5, 5, 14] and [10, 4, 3, 8]: steps that accepted >= i tokens
     assert (c.format, c.drafts, c.draft_tokens, c.accepted, c.k) == (
         "vllm-per-request",
@@ -117,7 +118,7 @@ def test_vllm_per_request_fixture_adds_the_requests():
 
 
 def test_speculative_simple_log_fixture():
-    c = em.read_counters([FIXTURES / "llama_speculative_simple.log"], "llama.cpp")
+    c = read_counters([FIXTURES / "llama_speculative_simple.log"], "llama.cpp")
     assert (c.format, c.drafts, c.draft_tokens, c.accepted, c.k, c.per_position) == (
         "llama-speculative-simple",
         66 - 42,
@@ -129,13 +130,13 @@ def test_speculative_simple_log_fixture():
     acc = em.acceptance(c)
     assert acc.low is None and acc.alpha == pytest.approx(em.iid_alpha(42 / 96, 4))
     assert sum(acc.alpha**i for i in range(1, 5)) / 4 == pytest.approx(42 / 96, abs=1e-12)
-    twice = em.read_counters([FIXTURES / "llama_speculative_simple.log"] * 2)
+    twice = read_counters([FIXTURES / "llama_speculative_simple.log"] * 2)
     assert (twice.drafts, twice.accepted) == (2 * c.drafts, 2 * c.accepted)
 
 
 def test_a_real_speculative_simple_log():
     """llama-speculative-simple's own output (tiny GGUFs; bytes that are not UTF-8 included)."""
-    c = em.read_counters([FIXTURES / "llama_speculative_simple_tiny.log"])
+    c = read_counters([FIXTURES / "llama_speculative_simple_tiny.log"])
     assert (c.format, c.drafts, c.draft_tokens, c.accepted, c.k) == (
         "llama-speculative-simple",
         26 - 8,
@@ -200,7 +201,7 @@ def per_request_text(accepted: np.ndarray, k: int) -> str:
 def test_round_trip_from_a_known_alpha(alpha, k, seed):
     accepted = simulate(alpha, k, 4000, seed)
     for render in (vllm_text, llamacpp_text, per_request_text):
-        counters = em.parse_counters(render(accepted, k))
+        counters = parse_counters(render(accepted, k))
         acc = em.acceptance(counters, level=0.9999)
         assert acc.low <= alpha <= acc.high, (render.__name__, acc.alpha, acc.low, acc.high)
         assert counters.accepted == accepted.sum() and counters.k == k
@@ -209,7 +210,7 @@ def test_round_trip_from_a_known_alpha(alpha, k, seed):
 def test_round_trip_past_a_million_draft_tokens():
     """llama.cpp prints totals with 6 significant digits: 1.2e6 drafts still read."""
     accepted = simulate(0.7, 5, 1_200_001, seed=3)
-    counters = em.parse_counters(llamacpp_text(accepted, 5))
+    counters = parse_counters(llamacpp_text(accepted, 5))
     assert counters.drafts == round(float(f"{accepted.size:.6g}"))
     assert abs(em.acceptance(counters).alpha - 0.7) < 0.002
 
@@ -326,24 +327,24 @@ BAD = {
 def test_bad_metrics_are_refused(case):
     text, message = BAD[case]
     with pytest.raises(ValueError, match=message):
-        em.acceptance(em.parse_counters(text))
+        em.acceptance(parse_counters(text))
 
 
 def test_the_good_exposition_reads():
-    assert em.parse_counters(exposition()).accepted == 150
+    assert parse_counters(exposition()).accepted == 150
 
 
 def test_engine_mismatch_and_sglang_are_refused():
     with pytest.raises(ValueError, match=r"--engine llama\.cpp given, but the file holds"):
-        em.read_counters([FIXTURES / "vllm_metrics.prom"], "llama.cpp")
+        read_counters([FIXTURES / "vllm_metrics.prom"], "llama.cpp")
     with pytest.raises(ValueError, match="SGLang exports no cumulative"):
-        em.read_counters([FIXTURES / "vllm_metrics.prom"], "sglang")
+        read_counters([FIXTURES / "vllm_metrics.prom"], "sglang")
     with pytest.raises(ValueError, match="one Prometheus scrape or two"):
-        em.read_counters([FIXTURES / "vllm_metrics.prom"] * 3)
+        read_counters([FIXTURES / "vllm_metrics.prom"] * 3)
     with pytest.raises(ValueError, match="different formats"):
-        em.read_counters([FIXTURES / "vllm_metrics.prom", FIXTURES / "llamacpp_metrics.prom"])
+        read_counters([FIXTURES / "vllm_metrics.prom", FIXTURES / "llamacpp_metrics.prom"])
     with pytest.raises(ValueError, match="cannot read metrics file"):
-        em.read_counters([FIXTURES / "absent.prom"])
+        read_counters([FIXTURES / "absent.prom"])
 
 
 @pytest.mark.parametrize(
