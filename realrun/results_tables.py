@@ -3,40 +3,47 @@ set."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+from typing import Any
+
 import numpy as np
 
 from ewif.files.model_set import ModelSet
 from ewif.files.results import Results
+from ewif.files.run_metadata import RunMetadata, WallSplit
 from ewif.search import explain
+
+Section = Callable[[Results, RunMetadata], list[str]]
 
 
 def _f(value: float | None, spec: str = ".3f") -> str:
     return "-" if value is None else format(value, spec)
 
 
-def _timed_seconds(ms_meta: dict, model: str | None):
-    """``m -> seconds`` of ``model``'s pass as the measuring phase timed it (its mean,
-    interpolated on the timed grid); None when the file has no timing of it."""
-    grid = ((ms_meta.get("metadata") or {}).get("timing") or {}).get(model) if model else None
-    if not grid or "m" not in grid:
-        return None
-    return lambda m: float(np.interp(m, grid["m"], grid["seconds"]))
-
-
 def format_results(results: Results) -> str:
-    """One row per method: tokens/s, speed-up vs AR, ewif prediction, |pred/meas − 1|, SWI,
-    mean accepted length (bonus included); then acceptance by position of sd/csd methods."""
-    head = (
+    """The report of a run: one small renderer per section (:data:`SECTIONS`, in order),
+    each over the typed metadata (:attr:`ewif.files.results.Results.meta`)."""
+    meta = results.meta
+    return "\n".join(line for section in SECTIONS for line in section(results, meta))
+
+
+def heading(results: Results, meta: RunMetadata) -> list[str]:
+    """The setting, and how the numerics were chosen (when they were measured)."""
+    choice = meta.model_set.numerics_choice if meta.model_set else None
+    return [
         f"{results.family} on {results.device}: {results.prompts} prompts, "
         f"max_new_tokens={results.max_new_tokens}, temperature="
-        f"{results.decoding['temperature']:g}, top_p={results.decoding['top_p']:g}"
-    )
-    width = max(len(m.name) for m in results.methods)
-    choice = results.metadata.get("model_set", {}).get("metadata", {}).get("numerics_choice")
-    rows = [
-        head,
+        f"{results.decoding['temperature']:g}, top_p={results.decoding['top_p']:g}",
         *([] if choice in (None, "given") else choice.splitlines()),
-        f"{'method':<{width}}  tokens/s  speedup  predicted  |pred/meas-1|    SWI  accepted/step",
+    ]
+
+
+def method_table(results: Results, meta: RunMetadata) -> list[str]:
+    """One row per method: tokens/s, speed-up vs AR, ewif's prediction, |pred/meas − 1|,
+    SWI and the mean accepted length (bonus included)."""
+    width = max(len(m.name) for m in results.methods)
+    rows = [
+        f"{'method':<{width}}  tokens/s  speedup  predicted  |pred/meas-1|    SWI  accepted/step"
     ]
     for m in results.methods:
         err = m.prediction_error
@@ -45,115 +52,192 @@ def format_results(results: Results) -> str:
             f"{_f(m.predicted_speedup):>9}  {_f(None if err is None else 100 * err, '.1f'):>12}%"
             f"  {_f(m.swi):>5}  {_f(m.mean_accepted_length, '.2f'):>13}"
         )
+    return rows
+
+
+def acceptance_curves(results: Results, meta: RunMetadata) -> list[str]:
+    """P(position i accepted) of every sd/csd method, measured over ewif's (8 positions)."""
+    rows = []
     for m in results.methods:
         curves = m.acceptance_by_position
-        if curves:
-            shown = min(8, len(curves["measured"]))
-            meas = " ".join(f"{v:.2f}" for v in curves["measured"][:shown])
-            rows.append(f"P(position i accepted), {m.name}: measured {meas}")
-            if "predicted" in curves:
-                pred = " ".join(f"{v:.2f}" for v in curves["predicted"][:shown])
-                rows.append(
-                    f"{'':>{len('P(position i accepted), ') + len(m.name)}}  ewif     {pred}"
-                )
-    ms_meta = results.metadata.get("model_set", {})
-    set_meta = ms_meta.get("metadata") or {}
-    t_ar = set_meta.get("ar_seconds_per_token")
+        if not curves:
+            continue
+        shown = min(8, len(curves["measured"]))
+        head = f"P(position i accepted), {m.name}: "
+        rows.append(head + "measured " + " ".join(f"{v:.2f}" for v in curves["measured"][:shown]))
+        if "predicted" in curves:
+            pred = " ".join(f"{v:.2f}" for v in curves["predicted"][:shown])
+            rows.append(f"{'':>{len(head) - 2}}  ewif     {pred}")
+    return rows
+
+
+def ar_reference(results: Results, meta: RunMetadata) -> list[str]:
+    """The run's AR against what the measuring phase's AR reference predicts for it."""
+    ar, ref = results.autoregressive, meta.model_set and meta.model_set.ar_reference
+    if ar is None or not ref:
+        return []
+    what = (
+        f"the measuring phase's AR ({1000 * ref.seconds:.1f} ms per token)"
+        if ref.kind == "ar"
+        else f"the measured one-token pass of the target ({1000 * ref.seconds:.1f} ms)"
+    )
+    predicted = 1 / ref.seconds
+    return [
+        f"AR measured {ar.tokens_per_s:.3f} tokens/s; {what} predicts {predicted:.3f} "
+        f"tokens/s ({100 * (ar.tokens_per_s / predicted - 1):+.1f}%)"
+    ]
+
+
+def row_costs(results: Results, meta: RunMetadata) -> list[str]:
+    """The priced logit-row cost of every catch-up drafter (:func:`row_cost_lines`)."""
+    return row_cost_lines(meta.model_set_dict)
+
+
+def run_acceptance(results: Results, meta: RunMetadata) -> list[str]:
+    """ewif with the run's own acceptance rates: the error of the cost model alone."""
+    return [
+        f"{name}: with the run's own acceptance rates ewif predicts {ewif:.3f} "
+        f"(|pred/meas-1| = {100 * error:.1f}%: the cost model alone)"
+        for name, (ewif, error) in meta.run_acceptance.items()
+    ]
+
+
+def target_passes(results: Results, meta: RunMetadata) -> list[str]:
+    """Per method, the target's three most frequent pass sizes in the run against the
+    times the measuring phase timed (the AR method's passes are priced by the AR line)."""
     ar = results.autoregressive
-    if ar is not None and (t_ar or set_meta.get("target_one_token_pass_s")):
-        what = (
-            f"the measuring phase's AR ({1000 * t_ar:.1f} ms per token)"
-            if t_ar
-            else "the measured one-token pass of the target "
-            f"({1000 * set_meta['target_one_token_pass_s']:.1f} ms)"  # files before the AR unit
-        )
-        predicted = 1 / (t_ar or set_meta["target_one_token_pass_s"])
-        rows.append(
-            f"AR measured {ar.tokens_per_s:.3f} tokens/s; {what} predicts {predicted:.3f} "
-            f"tokens/s ({100 * (ar.tokens_per_s / predicted - 1):+.1f}%)"
-        )
-    rows.extend(row_cost_lines(ms_meta))
-    for name, v in results.metadata.get("prediction_with_run_acceptance", {}).items():
-        rows.append(
-            f"{name}: with the run's own acceptance rates ewif predicts "
-            f"{v['ewif']:.3f} (|pred/meas-1| = {100 * v['error']:.1f}%: the cost model "
-            "alone)"
-        )
-    target = (ms_meta.get("models") or [None])[0]
-    for name, models in results.metadata.get("in_run_pass_seconds", {}).items():
-        if ar is not None and name == ar.name:  # its passes are priced by the AR line above
+    stored = meta.model_set
+    target = stored.models[0] if stored and stored.models else None
+    timed = stored.timing.get(target) if stored and target else None
+    rows = []
+    for name, models in meta.in_run_passes.items():
+        if (ar is not None and name == ar.name) or timed is None:
             continue
-        sizes = sorted(models.get(target, {}).items(), key=lambda kv: -kv[1]["passes"])[:3]
-        timed = _timed_seconds(ms_meta, target)
-        if not sizes or timed is None:
+        sizes = sorted(models.get(target, {}).items(), key=lambda kv: -kv[1].passes)[:3]
+        if not sizes:
             continue
-        stat = "mean_s" if all("mean_s" in v for _, v in sizes) else "median_s"  # old files
         parts = [
-            f"m={size} {1000 * v[stat]:.1f} ms (timed {1000 * timed(int(size)):.1f})"
+            f"m={size} {1000 * v.seconds:.1f} ms (timed {1000 * timed.at(int(size)):.1f})"
             for size, v in sizes
         ]
-        rows.append(f"{name}: target passes in the run, {stat[:-2]}: " + ", ".join(parts))
-    for name, v in results.metadata.get("prediction_intervals", {}).items():
-        where = "inside" if v["inside"] else "outside"
+        rows.append(
+            f"{name}: target passes in the run, {sizes[0][1].statistic}: " + ", ".join(parts)
+        )
+    return rows
+
+
+def intervals(results: Results, meta: RunMetadata) -> list[str]:
+    """Each method's prediction with its interval, and whether the measurement fell inside."""
+    rows = []
+    for name, v in meta.intervals.items():
         kind = (
-            f"prediction interval for {v['held_out_prompts']} held-out prompts"
-            if "held_out_prompts" in v
+            f"prediction interval for {v.held_out_prompts} held-out prompts"
+            if v.held_out_prompts is not None
             else "bootstrap over measuring prompts"  # files before prediction intervals
         )
         rows.append(
-            f"{name}: predicted {v['point']:.3f}× [{v['low']:.2f}, {v['high']:.2f}] "
-            f"({100 * v['level']:.0f}% {kind}; measured {where})"
+            f"{name}: predicted {v.point:.3f}× [{v.low:.2f}, {v.high:.2f}] "
+            f"({100 * v.level:.0f}% {kind}; measured {'inside' if v.inside else 'outside'})"
         )
-    for name, v in results.metadata.get("replay_predictions", {}).items():
-        rows.append(
-            f"{name}: replaying the measuring traces predicts {v['point']:.3f}× "
-            f"[{v['low']:.2f}, {v['high']:.2f}] (|pred/meas-1| = {100 * v['error']:.1f}%; "
-            f"measured {'inside' if v['inside'] else 'outside'})"
-        )
-    agreement = results.metadata.get("timing_agreement") or {}
-    worst = [
-        (abs(v["error"]), model, m, v) for model, by_m in agreement.items() for m, v in by_m.items()
+    return rows
+
+
+def replays(results: Results, meta: RunMetadata) -> list[str]:
+    """What replaying the measuring traces predicts for each method."""
+    return [
+        f"{name}: replaying the measuring traces predicts {v.point:.3f}× "
+        f"[{v.low:.2f}, {v.high:.2f}] (|pred/meas-1| = {100 * v.error:.1f}%; "
+        f"measured {'inside' if v.inside else 'outside'})"
+        for name, v in meta.replays.items()
     ]
-    if worst:
-        _, model, m, v = max(worst)
-        relative = [abs(v["relative_error"]) for _, _, _, v in worst if "relative_error" in v]
-        priced = v.get("priced_mean_s", v["timed_mean_s"])
-        rows.append(
-            f"in-run vs priced mean pass: largest gap {100 * v['error']:+.1f}% ({model}, m={m}: "
-            f"{1000 * v['run_mean_s']:.1f} vs {1000 * priced:.1f} ms, "
-            f"{v['passes']} passes) over {len(worst)} sizes with >= 30 passes"
-            + (
-                f"; in units of each phase's AR token at most {100 * max(relative):.1f}%"
-                if relative
-                else ""
-            )
+
+
+def timing_gap(results: Results, meta: RunMetadata) -> list[str]:
+    """The largest gap between a mean pass in the run and the priced one."""
+    gaps = meta.timing_gaps
+    if not gaps:
+        return []
+    g = max(gaps, key=lambda g: (abs(g.error), g.model, g.m))
+    relative = [abs(x.relative_error) for x in gaps if x.relative_error is not None]
+    return [
+        f"in-run vs priced mean pass: largest gap {100 * g.error:+.1f}% ({g.model}, m={g.m}: "
+        f"{1000 * g.run_mean_s:.1f} vs {1000 * g.priced_mean_s:.1f} ms, "
+        f"{g.passes} passes) over {len(gaps)} sizes with >= 30 passes"
+        + (
+            f"; in units of each phase's AR token at most {100 * max(relative):.1f}%"
+            if relative
+            else ""
         )
-    coverage = results.metadata.get("interval_coverage")
-    if coverage is not None:
-        rows.append(f"measurements inside their interval: {100 * coverage:.0f}%")
-    rows.extend(wall_time_lines(results.metadata.get("wall_time_split", {})))
-    median = results.metadata.get("median_prediction_error")
-    if median is not None:
-        rows.append(f"median |predicted/measured - 1| over sd/csd methods: {100 * median:.1f}%")
-    rec = results.metadata.get("recommendation")
-    if rec:
-        rows.append(rec["describe"])
-        rows.extend(explain.review_lines(rec["review_sizes"]))
-    diff = results.metadata.get("outputs_differing_from_AR")
-    if diff:
+    ]
+
+
+def coverage(results: Results, meta: RunMetadata) -> list[str]:
+    """The share of measurements inside their interval."""
+    if meta.interval_coverage is None:
+        return []
+    return [f"measurements inside their interval: {100 * meta.interval_coverage:.0f}%"]
+
+
+def wall_time(results: Results, meta: RunMetadata) -> list[str]:
+    """Where each method's wall time went (:func:`wall_time_lines`)."""
+    return wall_time_lines(meta.wall_time)
+
+
+def median_error(results: Results, meta: RunMetadata) -> list[str]:
+    """The median prediction error over sd/csd methods."""
+    median = meta.median_prediction_error
+    if median is None:
+        return []
+    return [f"median |predicted/measured - 1| over sd/csd methods: {100 * median:.1f}%"]
+
+
+def recommendation(results: Results, meta: RunMetadata) -> list[str]:
+    """ewif's recommendation and the review sizes it relies on."""
+    rec = meta.recommendation
+    return [] if rec is None else [rec.describe, *explain.review_lines(rec.review_sizes)]
+
+
+def differing_outputs(results: Results, meta: RunMetadata) -> list[str]:
+    """How many prompts' outputs differ from AR's, per method, and where each first did."""
+    rows = []
+    if meta.outputs_differing:
         rows.append(
             "prompts whose output differs from AR: "
-            + ", ".join(f"{k}={v}" for k, v in diff.items())
+            + ", ".join(f"{k}={v}" for k, v in meta.outputs_differing.items())
         )
-    for d in results.metadata.get("divergences", []):
-        gap = "-" if d["logit_gap"] is None else f"{d['logit_gap']:.4g}"
+    for d in meta.divergences:
+        gap = "-" if d.logit_gap is None else f"{d.logit_gap:.4g}"
         rows.append(
-            f"  {d['method']}: prompt {d['prompt']} first differs at token {d['position']}"
-            f" (AR {d['ar_token']}, method {d['method_token']}; target logit gap {gap})"
+            f"  {d.method}: prompt {d.prompt} first differs at token {d.position}"
+            f" (AR {d.ar_token}, method {d.method_token}; target logit gap {gap})"
         )
-    if results.metadata.get("interrupted"):
-        rows.append("(interrupted: partial results over the prompts finished)")
-    return "\n".join(rows)
+    return rows
+
+
+def interrupted(results: Results, meta: RunMetadata) -> list[str]:
+    """A note when the run was interrupted."""
+    return ["(interrupted: partial results over the prompts finished)"] if meta.interrupted else []
+
+
+#: The report's sections, in order (each ``(results, meta) -> lines``).
+SECTIONS: tuple[Section, ...] = (
+    heading,
+    method_table,
+    acceptance_curves,
+    ar_reference,
+    row_costs,
+    run_acceptance,
+    target_passes,
+    intervals,
+    replays,
+    timing_gap,
+    coverage,
+    wall_time,
+    median_error,
+    recommendation,
+    differing_outputs,
+    interrupted,
+)
 
 
 def row_cost_lines(model_set: dict) -> list[str]:
@@ -180,29 +264,27 @@ def row_cost_lines(model_set: dict) -> list[str]:
     return lines
 
 
-def wall_time_lines(split: dict) -> list[str]:
-    """Per method: where its wall time went (:mod:`realrun.books`), the residual flagged when
-    above the threshold, and the mean against the median of its most frequent pass sizes."""
+def wall_time_lines(split: Mapping[str, WallSplit | Mapping[str, Any]]) -> list[str]:
+    """Per method: where its wall time went (:mod:`realrun.books`; a stored mapping or a
+    :class:`~ewif.files.run_metadata.WallSplit`), the residual flagged when above the
+    threshold, and the mean against the median of its most frequent pass sizes."""
     rows = []
     for name, b in split.items():
-        wall = b["wall_s"]
-        share = {
-            "passes": b["pass_s"],
-            "call overhead": sum(b["call_overhead_s"].values()),
-            "proposers": sum(b["proposer_s"].values()),
-            "decoder": b["decoder_s"],
-            "residual": b["residual_s"],
-        }
-        parts = ", ".join(f"{k} {100 * v / wall:.1f}%" for k, v in share.items()) if wall else ""
-        flag = "  (residual above 3%: unexplained wall time)" if b["flagged"] else ""
-        rows.append(f"{name}: wall {wall:.2f} s = {parts}{flag}")
-        for model, by_m in b["passes"].items():
-            top = sorted(by_m.items(), key=lambda kv: -kv[1]["count"])[:3]
+        b = b if isinstance(b, WallSplit) else WallSplit.read(b)
+        parts = (
+            ", ".join(f"{k} {100 * v / b.wall_s:.1f}%" for k, v in b.shares.items())
+            if b.wall_s
+            else ""
+        )
+        flag = "  (residual above 3%: unexplained wall time)" if b.flagged else ""
+        rows.append(f"{name}: wall {b.wall_s:.2f} s = {parts}{flag}")
+        for model, by_m in b.passes.items():
+            top = sorted(by_m.items(), key=lambda kv: -kv[1].count)[:3]
             rows.append(
                 f"  {model} passes: "
                 + ", ".join(
-                    f"m={m} ×{v['count']} mean {1000 * v['mean_s']:.1f} ms (median "
-                    f"{1000 * v['median_s']:.1f}, p90 {1000 * v['p90_s']:.1f})"
+                    f"m={m} ×{v.count} mean {1000 * v.mean_s:.1f} ms (median "
+                    f"{1000 * v.median_s:.1f}, p90 {1000 * v.p90_s:.1f})"
                     for m, v in top
                 )
             )

@@ -27,6 +27,10 @@ Definitions (what each number means):
   included (vLLM's convention): AR = 1, SD with k draft tokens ≤ k + 1.
 * ``prediction_error`` (derived, written for convenience, recomputed on read) —
   ``|predicted_speedup / speedup − 1|``.
+
+The ``metadata`` the reports read is typed by :class:`~ewif.files.run_metadata.RunMetadata`
+(:attr:`Results.meta`; docs/files.md lists every key), read from files old and new by one
+adapter, :func:`~ewif.files.run_metadata.run_metadata`.
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ from typing import Any
 
 from ewif.base import validate
 from ewif.files.reading import read_data
+from ewif.files.run_metadata import RunMetadata, run_metadata
 
 SCHEMA = "csd.results/1"
 METHOD_KINDS = ("autoregressive", "sd", "csd", "hf-assisted", "hf-prompt-lookup")
@@ -212,6 +217,12 @@ class Results:
         """The run's autoregressive method, the baseline of every speed-up (at most one;
         None when the run has none)."""
         return next((m for m in self.methods if m.kind == "autoregressive"), None)
+
+    @property
+    def meta(self) -> RunMetadata:
+        """The metadata the reports read, typed (:func:`ewif.files.run_metadata.run_metadata`,
+        old files included)."""
+        return run_metadata(self.metadata)
 
     def method(self, name: str) -> MethodResult:
         for m in self.methods:
