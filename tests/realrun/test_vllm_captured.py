@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from realrun import engine_counters as em
+from realrun.engine_counters import reading as em
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
