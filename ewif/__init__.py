@@ -30,6 +30,10 @@ _HOMES = {
     ),
     "PassCost": "ewif.kernel.pass_cost",
     "Cascade": "ewif.kernel.cascade",
+    **dict.fromkeys(("Tree", "tree_tokens"), "ewif.kernel.tree"),
+    "TreeCascade": "ewif.kernel.tree_cascade",
+    **dict.fromkeys(("BestTree", "best_tree", "best_trees"), "ewif.search.best_tree"),
+    "optimize_trees": "ewif.search.tree_search",
     **dict.fromkeys(
         ("Configuration", "OptimizeResult", "best_sd", "optimize"), "ewif.search.optimizer"
     ),

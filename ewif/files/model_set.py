@@ -4,7 +4,7 @@ This is the one exchange format of the project: ``realrun.measure`` writes it,
 ``csd recommend --from FILE``, ``csd evaluate FILE`` and ``csd simulate FILE`` read it,
 and the presets in ``ewif/files/presets/`` use it. JSON or YAML (by extension)::
 
-    schema: csd.models/5
+    schema: csd.models/6
     models: [target, base, small, mag]     # index 0 is the target, largest first
     cost: [1.0, 0.0227, 0.0070, 0.0]       # one forward pass relative to the target's
     cost_per_token: [0, 0, 0, 0]           # optional: pass cost = cost + cost_per_token·m
@@ -32,6 +32,8 @@ and the presets in ``ewif/files/presets/`` use it. JSON or YAML (by extension)::
             [null, null, null, null]]
       "3": [...]                            # the target row (r = 0) must not depend on lenience
     alpha_by_position: {"0,1": [0.8, 0.74, ...]}   # optional, measured decay curves
+    rank_acceptance:                       # optional (/6): p_1..p_R of ranked candidates
+      vectors: {"1,0,1": [0.73, 0.08]}     # (ewif.files.rank_acceptance; p_1 = alpha)
     cascade: {models: [target, base, mag], K: [[2, 10], [0, 10]], lenience: 3}  # optional
     metadata: {source: "...", notes: "..."}
 
@@ -48,8 +50,10 @@ evidence behind the prediction intervals of :mod:`ewif.predict.bootstrap`; ``bat
 ``row_cost`` (``/5``: one number >= 0 per model) the cost of one logit row, which a catch-up
 position does not return (:mod:`ewif.kernel.pass_cost`, "Logit rows"; absent: 0, every pass priced
 at its ``c(m)``). ``csd.models/1`` (no curves), ``/2`` (no ``catch_up``, no ``bootstrap``),
-``/3`` (no ``batch_cost_curve``) and ``/4`` (no ``row_cost``) files still read, with the same
-meaning; files are written as ``csd.models/5``.
+``/3`` (no ``batch_cost_curve``), ``/4`` (no ``row_cost``) and ``/5`` (no ``rank_acceptance``:
+every pair's vector is ``(alpha,)``, a chain) files still read, with the same meaning;
+``rank_acceptance`` (``/6``) holds the acceptance of each pair's ranked candidates that token
+trees need (:mod:`ewif.files.rank_acceptance`); files are written as ``csd.models/6``.
 """
 
 from __future__ import annotations
@@ -66,14 +70,22 @@ import numpy as np
 from ewif.base import validate
 from ewif.files.batch_costs import BatchCosts
 from ewif.files.bootstrap_data import BootstrapData
+from ewif.files.rank_acceptance import RankAcceptance
 from ewif.files.reading import read_data
 from ewif.kernel.cascade import Cascade
 from ewif.kernel.pass_cost import PassCost, relative_costs
 
-SCHEMA = "csd.models/5"
+SCHEMA = "csd.models/6"
 #: Readable schemas; /1: no cost_curve, /2: no catch_up or bootstrap, /3: no batch_cost_curve,
-#: /4: no row_cost.
-SCHEMAS = ("csd.models/1", "csd.models/2", "csd.models/3", "csd.models/4", SCHEMA)
+#: /4: no row_cost, /5: no rank_acceptance.
+SCHEMAS = (
+    "csd.models/1",
+    "csd.models/2",
+    "csd.models/3",
+    "csd.models/4",
+    "csd.models/5",
+    SCHEMA,
+)
 #: The first schema that has each optional key.
 _SINCE = {
     "cost_curve": "csd.models/2",
@@ -82,6 +94,8 @@ _SINCE = {
     "batch_cost_curve": "csd.models/4",
     "batch_reevaluate_curve": "csd.models/4",
     "row_cost": "csd.models/5",
+    "rank_acceptance": "csd.models/6",
+    "tree": "csd.models/6",  # a token-tree configuration (ewif.files.tree_config)
 }
 
 
@@ -103,7 +117,9 @@ class ModelSet:
     ``cost_curve`` (optional) holds each model's measured pass cost for ``m = 1, 2, ...``
     positions; when present ``cost`` equals its ``m = 1`` values and ``cost_per_token`` is 0.
     ``row_cost`` (optional, one number >= 0 per model) is the cost of one logit row, which a
-    catch-up position does not return (:mod:`ewif.kernel.pass_cost`).
+    catch-up position does not return (:mod:`ewif.kernel.pass_cost`). ``rank_acceptance``
+    (optional) the acceptance of each pair's ranked candidates, for token trees
+    (:mod:`ewif.files.rank_acceptance`).
     """
 
     models: tuple[str, ...]
@@ -118,6 +134,7 @@ class ModelSet:
     bootstrap: BootstrapData | None = None
     batch_costs: BatchCosts | None = None
     row_cost: np.ndarray | None = None
+    rank_acceptance: RankAcceptance | None = None
 
     def __post_init__(self) -> None:
         n1 = len(self.models)
@@ -175,6 +192,8 @@ class ModelSet:
             self.bootstrap.check(
                 n1, self.alpha.keys(), None if curves is None else [len(c) for c in curves]
             )
+        if self.rank_acceptance is not None:
+            self.rank_acceptance.check(self.alpha)
         if self.batch_costs is not None and self.batch_costs.n_models != n1:
             raise ValueError(
                 f"batch_cost_curve must hold one curve per model ({n1}) at every batch size, "
@@ -289,6 +308,8 @@ class ModelSet:
             }
         if self.bootstrap is not None:
             out["bootstrap"] = self.bootstrap.to_dict()
+        if self.rank_acceptance is not None:
+            out["rank_acceptance"] = self.rank_acceptance.to_dict()
         if self.batch_costs is not None:
             out["batch_cost_curve"] = self.batch_costs.to_dict()
             if self.batch_costs.reevaluate is not None:
@@ -329,10 +350,12 @@ class ModelSet:
             again = data.get("batch_reevaluate_curve")
             if again is not None and batched is None:
                 raise ValueError("batch_reevaluate_curve needs batch_cost_curve")
+            ranks = data.get("rank_acceptance")
             return cls(
                 **parsed,
                 bootstrap=None if boot is None else BootstrapData.from_dict(boot),
                 batch_costs=None if batched is None else BatchCosts.from_dict(batched, again),
+                rank_acceptance=None if ranks is None else RankAcceptance.from_dict(ranks),
             )
         except ValueError as exc:
             raise ValueError(f"{source}: {exc}") from None

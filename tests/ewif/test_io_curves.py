@@ -38,7 +38,7 @@ def test_round_trip_with_curves(tmp_path, suffix):
     assert [c.tolist() for c in back.cost_curve] == CURVES
     assert back.cost.tolist() == ms.cost.tolist()
     assert back.pass_cost.at(0, 6) == pytest.approx(1.17)  # 1.09 + 2 * 0.04
-    assert back.to_dict()["schema"] == model_io.SCHEMA == "csd.models/5"
+    assert back.to_dict()["schema"] == model_io.SCHEMA == "csd.models/6"
 
 
 def test_old_schema_reads_with_the_same_meaning(tmp_path):
@@ -50,7 +50,7 @@ def test_old_schema_reads_with_the_same_meaning(tmp_path):
     old = model_io.load(path)
     assert old.cost_curve is None and old.pass_cost.kind == "affine"
     assert old.cost.tolist() == ms.cost.tolist()
-    assert model_io.save(old, tmp_path / "new.json").read_text().count('"csd.models/5"') == 1
+    assert model_io.save(old, tmp_path / "new.json").read_text().count('"csd.models/6"') == 1
     for name in names():  # the presets (csd.models/1 files) still read
         assert load_preset(name).cost_curve is None
 
