@@ -1,8 +1,9 @@
 """CS Drafting + siblings: the target reviews Algorithm 1's draft as the main path of a tree,
 with siblings at each position (Theorem TB).
 
-**The tree.** A target step builds its draft exactly as Algorithm 1 does (:mod:`ewif.kernel.cascade`:
-blocks ``j = 1..n`` of the target's K row, nested review calls unchanged). At every position of
+**The tree.** A target step builds its draft exactly as Algorithm 1 does
+(:mod:`ewif.kernel.cascade`: blocks ``j = 1..n`` of the target's K row, nested review calls
+unchanged). At every position of
 drafter ``j``'s block the target also verifies ``s_j`` *siblings*: the runner-up candidates
 (ranks ``2..s_j + 1``) of the model that drafted that position — its logits already exist, so a
 sibling costs verification only — or Max-Gram's other matches. Siblings are leaves. The

@@ -25,8 +25,8 @@ products; attention over ``B`` caches is what that reading leaves out). Per step
   ``TAG_SPEC_AVOID_DRAFT_REEVAL`` in ``tools/server/server-context.cpp``) that asks for one
   logit row in all, so ``k·c_d(B, 1) + c_d^{(1)}(B, k + 1)`` (:class:`BatchCosts`'
   re-evaluation curves where measured);
-* a proposer (Max-Gram; :func:`ewif.files.tree_models.is_proposer`): ``k·B`` proposals at ``c_d(1)`` each (it runs
-  row by row).
+* a proposer (Max-Gram; :func:`ewif.files.tree_models.is_proposer`): ``k·B`` proposals at
+  ``c_d(1)`` each (it runs row by row).
 
 AR at the same ``B`` makes one pass over ``B`` rows of one position per ``B`` tokens, so
 

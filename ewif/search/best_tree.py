@@ -11,7 +11,8 @@ counted 1, so the best tree of ``≤ m`` nodes and depth ``≤ d`` puts a best s
 and depth ``≤ d − 1`` under each rank it uses. With ``p`` sorted decreasingly (``π`` the order;
 a rank's label is kept), ``V_0(m) = 1`` and, for ``d >= 1``,
 
-    V_d(m) = 1 + G_(d,1)(m − 1),   G_(d,b)(s) = max_{0 <= k <= s} [p_(π b)·V_(d−1)(k) + G_(d,b+1)(s − k)],
+    V_d(m) = 1 + G_(d,1)(m − 1),
+    G_(d,b)(s) = max_{0 <= k <= s} [p_(π b)·V_(d−1)(k) + G_(d,b+1)(s − k)],
 
 ``G_(d,R+1) = 0`` and ``V_d(0) = 0``: a (max, +) knapsack over the ranks, ``k`` the nodes under
 rank ``b`` (0: no child of that rank). Every tree with ranked children is one allocation (its

@@ -70,7 +70,9 @@ def _flatten(shape) -> tuple[list[int], list[int]]:
 @functools.cache
 def _table(plane: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """All trees of <= 8 nodes as padded arrays: parents, ranks (0 = no node), size, height."""
-    shapes = [s for n in range(1, NODES + 1) for s in (_plane(n) if plane else _shapes(n, (1, 2, 3)))]
+    shapes = [
+        s for n in range(1, NODES + 1) for s in (_plane(n) if plane else _shapes(n, (1, 2, 3)))
+    ]
     par = np.zeros((len(shapes), NODES), dtype=np.int64)
     rk = np.zeros((len(shapes), NODES), dtype=np.int64)
     size = np.zeros(len(shapes), dtype=np.int64)
@@ -105,7 +107,16 @@ def _brute(p: list[float], plane: bool) -> np.ndarray:
 def test_the_enumeration_is_complete() -> None:
     # trees with children ranked from 3 labels (ternary cardinal trees): C(3n, n)/(2n + 1);
     # plane trees: Catalan numbers
-    assert [len(_shapes(n, (1, 2, 3))) for n in range(1, 9)] == [1, 3, 12, 55, 273, 1428, 7752, 43263]
+    assert [len(_shapes(n, (1, 2, 3))) for n in range(1, 9)] == [
+        1,
+        3,
+        12,
+        55,
+        273,
+        1428,
+        7752,
+        43263,
+    ]
     assert [len(_plane(n)) for n in range(1, 9)] == [1, 1, 2, 5, 14, 42, 132, 429]
 
 

@@ -23,7 +23,9 @@ def trees(draw, max_nodes: int = 12, max_rank: int = 4):
     for v in range(1, n):
         free = [u for u in range(v) if len(used.get(u, ())) < max_rank]
         p = draw(st.sampled_from(free))
-        rank = draw(st.sampled_from([b for b in range(1, max_rank + 1) if b not in used.get(p, ())]))
+        rank = draw(
+            st.sampled_from([b for b in range(1, max_rank + 1) if b not in used.get(p, ())])
+        )
         used.setdefault(p, set()).add(rank)
         parents.append(p)
         ranks.append(rank)

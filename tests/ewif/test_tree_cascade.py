@@ -54,7 +54,10 @@ def test_a_chain_tree_is_the_chain(data) -> None:
 def test_no_siblings_is_the_chain(data) -> None:
     a, b, c = (data.draw(st.floats(0.0, 1.0)) for _ in range(3))
     flags = data.draw(st.lists(st.booleans(), min_size=2, max_size=2))
-    K = [[data.draw(st.integers(1, 3)), data.draw(st.integers(1, 3))], [0, data.draw(st.integers(0, 3))]]
+    K = [
+        [data.draw(st.integers(1, 3)), data.draw(st.integers(1, 3))],
+        [0, data.draw(st.integers(0, 3))],
+    ]
     kw = dict(cost_curve=[TARGET, [0.1, 0.15], [0.02, 0.03]], catch_up=[False, *flags])
     alpha = [[0, a, b], [0, 0, c], [0, 0, 0]]
     chain = Cascade(alpha, None, K, **kw)
@@ -69,8 +72,14 @@ def test_star_tree_theorem_td(h: float) -> None:
     drafter one pass over its tail, which holds the accepted leaf w.p. σ."""
     p, c1 = [0.5, 0.2, 0.1], [0.1, 0.16, 0.2]
     c = TreeCascade(
-        [[0, 0.5], [0, 0]], None, [[3]], cost_curve=[TARGET, c1], catch_up=[False, True],
-        row_cost=[0.0, h], rank={(0, 1): p}, tree=(0, 1, Tree([-1, 0, 0, 0])),
+        [[0, 0.5], [0, 0]],
+        None,
+        [[3]],
+        cost_curve=[TARGET, c1],
+        catch_up=[False, True],
+        row_cost=[0.0, h],
+        rank={(0, 1): p},
+        tree=(0, 1, Tree([-1, 0, 0, 0])),
     )
     sigma = sum(p)
     assert c.expected_tokens() == pytest.approx(1 + sigma)
@@ -103,8 +112,13 @@ def test_siblings_theorem_tb(catch_up: bool) -> None:
     c1 = [0.1, 0.25]
     for s in (1, 2):
         c = TreeCascade(
-            [[0, a], [0, 0]], None, [[1]], cost_curve=[TARGET, c1], catch_up=[False, catch_up],
-            rank={(0, 1): p}, siblings=[0, s],
+            [[0, a], [0, 0]],
+            None,
+            [[1]],
+            cost_curve=[TARGET, c1],
+            catch_up=[False, catch_up],
+            rank={(0, 1): p},
+            siblings=[0, s],
         )
         sigma = sum(p[1 : 1 + s])
         assert c.tokens_pgf().coefficients.tolist() == pytest.approx([0, 1 - a - sigma, a + sigma])
@@ -116,9 +130,13 @@ def test_a_tree_at_the_bottom() -> None:
     """target > d (k = 1) > Max-Gram star of two: d's call yields 2 tokens w.p. σ'."""
     a, sigma = 0.7, 0.6
     c = TreeCascade(
-        [[0, a, 0.2], [0, 0, 0.4], [0, 0, 0]], None, [[1, 0], [0, 2]],
-        cost_curve=[TARGET, [0.1, 0.12, 0.15], [0.0]], rank={(1, 2): [0.4, 0.2]},
-        tree=(1, 2, Tree([-1, 0, 0])), proposers=[False, False, True],
+        [[0, a, 0.2], [0, 0, 0.4], [0, 0, 0]],
+        None,
+        [[1, 0], [0, 2]],
+        cost_curve=[TARGET, [0.1, 0.12, 0.15], [0.0]],
+        rank={(1, 2): [0.4, 0.2]},
+        tree=(1, 2, Tree([-1, 0, 0])),
+        proposers=[False, False, True],
     )
     assert c.expected_tokens() == pytest.approx(1 + (1 - sigma) * a + sigma * (a + a * a))
     target = (1 - sigma) * TARGET[1] + sigma * TARGET[2]
@@ -129,16 +147,27 @@ def test_a_tree_at_the_bottom() -> None:
     ("kw", "match"),
     [
         (dict(K=[[2, 1], [0, 2]], tree=(0, 1, Tree.chain(2))), r"K row 1 must give the tree's"),
-        (dict(K=[[2, 0], [0, 3]], tree=(1, 2, Tree.chain(2))), r"must be the tree's draft tokens, 2"),
+        (
+            dict(K=[[2, 0], [0, 3]], tree=(1, 2, Tree.chain(2))),
+            r"must be the tree's draft tokens, 2",
+        ),
         (dict(K=[[2, 0], [0, 2]], tree=(0, 1, Tree.chain(2))), r"drafter 1 must be a leaf"),
         (dict(K=[[2, 0], [0, 2]], tree=(1, 2, Tree([-1, 0, 0]))), r"node 2 has rank 2"),
         (dict(K=[[1, 0], [0, 1]], siblings=[0, 0, 1]), r"siblings\[2\] = 1 but drafter 2 has no"),
         (dict(K=[[1, 0], [0, 1]], siblings=[0, 2, 0]), r"needs ranks up to 3"),
         (dict(K=[[1, 0], [0, 1]], siblings=[1, 0, 0]), r"one count per model .*0 for the target"),
-        (dict(K=[[1, 0], [0, 1]], rank={(0, 1): [0.5, 0.1]}), r"must start with p_1 = alpha\[0\]\[1\] = 0.7"),
+        (
+            dict(K=[[1, 0], [0, 1]], rank={(0, 1): [0.5, 0.1]}),
+            r"must start with p_1 = alpha\[0\]\[1\] = 0.7",
+        ),
         (dict(K=[[1, 0], [0, 1]], rank={(0, 1): [0.7, 0.4]}), r"sum to at most 1"),
         (
-            dict(K=[[2, 0], [0, 1]], tree=(1, 2, Tree.chain(1)), proposers=[False, False, True], catch_up=[False, True, True]),
+            dict(
+                K=[[2, 0], [0, 1]],
+                tree=(1, 2, Tree.chain(1)),
+                proposers=[False, False, True],
+                catch_up=[False, True, True],
+            ),
             r"model 2 is a proposer",
         ),
     ],
@@ -146,4 +175,10 @@ def test_a_tree_at_the_bottom() -> None:
 def test_bad_configurations(kw, match) -> None:
     K = kw.pop("K")
     with pytest.raises(ValueError, match=match):
-        TreeCascade([[0, 0.7, 0.5], [0, 0, 0.6], [0, 0, 0]], None, K, cost_curve=[TARGET, [0.1], [0.0]], **kw)
+        TreeCascade(
+            [[0, 0.7, 0.5], [0, 0, 0.6], [0, 0, 0]],
+            None,
+            K,
+            cost_curve=[TARGET, [0.1], [0.0]],
+            **kw,
+        )

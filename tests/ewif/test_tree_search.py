@@ -52,14 +52,18 @@ def _brute(ms: ModelSet, bounds: TreeBounds) -> list[tuple[float, TreeConfig]]:
             p = ms.rank_acceptance.vector(lenience, r, j, float(ms.alpha[lenience][r, j]))
             table = best_trees(p, bounds.nodes, bounds.depth)
             trees[lenience, r, j] = {
-                table.tree(m, d) for m in range(2, bounds.nodes + 1) for d in range(1, bounds.depth + 1)
+                table.tree(m, d)
+                for m in range(2, bounds.nodes + 1)
+                for d in range(1, bounds.depth + 1)
             }
     for j, name in ((1, "d"), (2, "mag")):
         for tree in trees[1.0, 0, j]:
             review = TreeSpec("t", name, tree.parents, tree.ranks)
             out.append(TreeConfig(("t", name), [[tree.size - 1]], 1.0, review))
     budgets = range(bounds.k_max + 1)
-    for lenience, k11, k12, s1, s2 in itertools.product(ms.leniences, budgets, budgets, range(3), range(3)):
+    for lenience, k11, k12, s1, s2 in itertools.product(
+        ms.leniences, budgets, budgets, range(3), range(3)
+    ):
         rows = [("chain", k22) for k22 in budgets] + [("tree", t) for t in trees[lenience, 1, 2]]
         for kind, x in rows:
             sib = {"d": s1, "mag": s2}
