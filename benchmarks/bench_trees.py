@@ -73,8 +73,9 @@ def main() -> None:
     ):
         seconds, result = timed(lambda ms=ms: optimize_trees(ms), 3)
         print(
-            f"2. tree + K search, Qwen set {label}: median {seconds:.2f} s of 3 runs (goal <= 10 s),"
-            f" {result.n_configurations:,} configurations; decision {result.decision}: "
+            f"2. tree + K search, Qwen set {label}: median {seconds:.2f} s of 3 runs "
+            f"(goal <= 10 s), {result.n_configurations:,} configurations; decision "
+            f"{result.decision}: "
             f"{result.best.describe()}"
         )
         if result.best_tree is not None:
