@@ -79,6 +79,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="with --emit: the path or hub id of the set's model NAME (repeatable; default: "
         "the name)",
     )
+    trees = parser.add_argument_group("token trees (ewif.search.tree_search)")
+    trees.add_argument(
+        "--tree",
+        action="store_true",
+        help="search token trees too (a tree the target reviews, siblings on a cascade's draft, "
+        "a tree at the bottom) and say whether a tree, a chain or AR wins; budgets 0..--k-max "
+        "(default 8)",
+    )
+    trees.add_argument("--tree-nodes", type=int, default=32, help="largest tree, root included")
+    trees.add_argument("--tree-depth", type=int, default=8, help="deepest tree below the root")
+    trees.add_argument("--siblings", type=int, default=7, help="most siblings per draft token")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -91,6 +102,8 @@ def run(args: argparse.Namespace) -> int:
     if args.top < 1:
         raise ValueError(f"--top must be an integer >= 1, got {args.top}")
     limits.at_most("--top", args.top, limits.MAX_TOP, "rows")
+    if args.tree:
+        return _tree(args, ms, where)
     plot_paths = _plot_paths(args.plot) if args.plot else None
     rec = recommend(
         ms,
@@ -158,6 +171,28 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(_human(out, best, sd))
     return cli.INTERRUPTED if result.interrupted else 0
+
+
+def _tree(args: argparse.Namespace, ms, where: str) -> int:
+    """``--tree``: the exact tree search and its report (:mod:`ewif.search.tree_explain`)."""
+    from ewif.search.tree_explain import search_lines, search_report
+    from ewif.search.tree_search import TreeBounds, optimize_trees
+
+    for option in ("plot", "batch_sizes", "emit"):
+        if getattr(args, option):
+            raise ValueError(f"--tree does not combine with --{option.replace('_', '-')}")
+    bounds = TreeBounds(
+        k_max=8 if args.k_max is None else validate.count("--k-max", args.k_max, minimum=1),
+        nodes=validate.count("--tree-nodes", args.tree_nodes, minimum=1),
+        depth=validate.count("--tree-depth", args.tree_depth),
+        siblings=validate.count("--siblings", args.siblings),
+    )
+    result = optimize_trees(
+        ms, bounds=bounds, leniences=args.lenience, fill=args.fill, top=args.top
+    )
+    out = search_report(result, where)
+    print(json.dumps(out, indent=2) if args.json else search_lines(out))
+    return 0
 
 
 def _space_notes(ms, space: str, best, sd, label: str) -> list[str]:

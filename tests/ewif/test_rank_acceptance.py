@@ -12,7 +12,6 @@ import pytest
 
 from ewif.files import model_set as model_io
 from ewif.files.presets import load_preset
-from ewif.files.rank_acceptance import RankAcceptance
 from ewif.files.tree_config import TreeConfig
 from ewif.files.tree_models import load_tree, rank_vector, tree_cascade
 from ewif.kernel.tree import Tree
