@@ -100,6 +100,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     land.add_argument("--k-max", type=int, default=30, help="largest budget (default 30)")
 
+    _tree_kind(kinds)
+    cal = kinds.add_parser("calibration", help="predicted vs measured speedup of a run")
+    cal.add_argument("results", metavar="RESULTS", help="csd.results/1 file (csd realrun)")
+    _common(cal)
+
+
+def _tree_kind(kinds) -> None:
     tree = kinds.add_parser("tree", help="a token tree, each node shaded by f(v) = P(accepted)")
     _source(tree)
     tree.add_argument("--parents", metavar="JSON", help="parent list, e.g. '[-1,0,0,1]'")
@@ -107,10 +114,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     tree.add_argument("--acceptance", metavar="JSON", help="rank vector, e.g. '[0.6,0.2]'")
     tree.add_argument("--nodes", type=int, default=16, help="best tree's nodes (default 16)")
     tree.add_argument("--depth", type=int, default=6, help="best tree's depth (default 6)")
-
-    cal = kinds.add_parser("calibration", help="predicted vs measured speedup of a run")
-    cal.add_argument("results", metavar="RESULTS", help="csd.results/1 file (csd realrun)")
-    _common(cal)
 
 
 def _common(p: argparse.ArgumentParser) -> None:
