@@ -22,7 +22,8 @@ probability ``min(1, l·p'(x)/q_c(x))`` and move to ``c``; otherwise replace ``p
 If every child is rejected, output a token drawn from ``p'`` and stop. Each stage is one
 speculative-sampling step of a proposal whose law, given everything before it, is ``q_c``, so
 the token output at ``v`` has the law (★) of :mod:`simulate.decoder.verify` applied stage by
-stage — :func:`stage_law`, which is ``p_v`` for ``l = 1``: lossless at the target. A candidate
+stage (given the candidates drawn) — :func:`stage_law`, which is ``p_v`` for ``l = 1``:
+lossless at the target. A candidate
 checked with a law it was not drawn from breaks this: accepting a deterministic top-k sibling
 with ``p/q`` of the drafter's softmax ``q`` (instead of ``q = 1``) is the known wrong rule.
 """
@@ -121,20 +122,24 @@ def _after_rejection(p: np.ndarray, x: int, q: TokenLaw) -> np.ndarray:
 
 def stage_law(p: np.ndarray, stages: Sequence[tuple[int, TokenLaw]], lenience: float) -> np.ndarray:
     """The law of the token a node outputs when its candidates ``stages = [(x, q), …]`` are
-    tried in order against ``p`` with ``lenience``: ``m_1 + (1 − β_1)·law(stages[1:])`` over
-    the residual, ``m = min(q, l·p)``, ``β = Σ m`` (a point mass: ``β = min(1, l·p(x))`` at
-    ``x``), and ``p'`` itself when no stage is left. ``p`` for ``lenience = 1``."""
+    tried in order against ``p`` with ``lenience``. For ``lenience = 1``: ``p`` (Theorem TL).
+    Otherwise the law *given the candidates drawn* (valid for the review above, whose
+    distribution does not depend on them): stage ``i`` outputs ``x_i`` with probability
+    ``a_i = min(1, l·p_i(x_i)/q_i(x_i))`` (``q_i(x_i) = 1`` for a point mass) once the stages
+    before it rejected, ``p_i`` the residual then; after every stage, the last residual.
+    For deterministic candidates this is (★) stage by stage; for drawn ones, conditioning on
+    the draws keeps it exact where averaging stage by stage would not (the law of a later
+    draw depends on the earlier one)."""
     if lenience == 1.0 or not stages:
         return p
-    (x, q), rest = stages[0], stages[1:]
-    if q is None:
-        beta = min(1.0, lenience * float(p[x]))
-        m = np.zeros_like(p)
-        m[x] = beta
-    else:
-        m = np.minimum(q, lenience * p)
-        beta = float(m.sum())
-    residual = _after_rejection(p, x, q)
-    if beta >= 1.0 or residual is p:
-        return m / max(beta, 1e-300) if q is not None else m
-    return m + (1.0 - beta) * stage_law(residual, rest, lenience)
+    out = np.zeros_like(p)
+    left, residual = 1.0, p
+    for x, q in stages:
+        qx = 1.0 if q is None else float(q[x])
+        a = min(1.0, lenience * float(residual[x]) / qx) if qx > 0.0 else 1.0
+        out[x] += left * a
+        left *= 1.0 - a
+        if left <= 0.0:
+            return out
+        residual = _after_rejection(residual, x, q)
+    return out + left * residual

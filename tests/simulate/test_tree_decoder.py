@@ -12,6 +12,7 @@ tests/simulate/test_lossless.py (vocabulary 8, context 2)."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from simulate.decoder.lossless import check_lossless, greedy_reference
@@ -69,7 +70,8 @@ def _check(name: str, samples: int, m: int, seed: int, lenience: float = 1.0, **
     ("name", "lenience", "extra"),
     [
         ("target reviews d2's tree", 1.0, {"sibling_rule": "sample"}),
-        ("d1 reviews d2's tree, siblings", 3.0, {"sibling_rule": "top-k"}),
+        ("d1 reviews d2's tree, siblings", 3.0, {"sibling_rule": "sample"}),
+        ("cascade + siblings", 3.0, {"sibling_rule": "top-k"}),
     ],
 )
 def test_sampling_is_lossless(name: str, lenience: float, extra: dict) -> None:
@@ -86,6 +88,33 @@ def test_sampling_is_lossless_grid(name: str, lenience: float, rule: str) -> Non
 
 def test_the_wrong_top_k_rule_is_rejected() -> None:
     assert _check("target reviews d2's tree", 3_000, 2, seed=23, top_k_law="softmax") < LEVEL
+
+
+def test_averaging_drawn_candidates_stage_by_stage_is_detected(monkeypatch) -> None:
+    """The law a lenient tree review hands up must be taken given the candidates drawn: (★)
+    averaged stage by stage (the tempting formula) is rejected by the same χ²."""
+    import simulate.decoder.tree_verify as tv
+
+    def averaged(p, stages, lenience):
+        if lenience == 1.0 or not stages:
+            return p
+        (x, q), rest = stages[0], stages[1:]
+        m = np.minimum(q, lenience * p) if q is not None else _point(p, x, lenience)
+        beta = float(m.sum())
+        residual = tv._after_rejection(p, x, q)
+        return m + (1.0 - beta) * averaged(residual, rest, lenience) if beta < 1 else m
+
+    monkeypatch.setattr(tv, "stage_law", averaged)
+    p = _check(
+        "d1 reviews d2's tree, siblings", 10_000, 2, seed=25, lenience=3.0, sibling_rule="sample"
+    )
+    assert p < LEVEL
+
+
+def _point(p: np.ndarray, x: int, lenience: float) -> np.ndarray:
+    out = np.zeros_like(p)
+    out[x] = min(1.0, lenience * float(p[x]))
+    return out
 
 
 def test_lenience_at_the_target_is_detected() -> None:
