@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from ewif.files import model_set as model_io
-from ewif.files.presets import load_preset, names
+from ewif.files.presets import _DIR, load_preset, names
 
 CURVES = [[1.0, 1.02, 1.05, 1.09], [0.0227, 0.0231], [0.007], [0.0]]
 
@@ -51,15 +51,16 @@ def test_old_schema_reads_with_the_same_meaning(tmp_path):
     assert old.cost_curve is None and old.pass_cost.kind == "affine"
     assert old.cost.tolist() == ms.cost.tolist()
     assert model_io.save(old, tmp_path / "new.json").read_text().count('"csd.models/6"') == 1
-    for name in names():  # the presets (csd.models/1 files) still read
-        assert load_preset(name).cost_curve is None
+    for name in names():  # the csd.models/1 presets still read, without curves
+        if '"csd.models/1"' in (_DIR / f"{name}.json").read_text():
+            assert load_preset(name).cost_curve is None
 
 
 @pytest.mark.parametrize(
     ("changes", "match"),
     [
         ({"schema": "csd.models/1"}, r"cost_curve needs schema 'csd.models/2'"),
-        ({"schema": "csd.models/6"}, "schema must be one of"),
+        ({"schema": "csd.models/7"}, "schema must be one of"),
         ({"schema": "csd.models/4", "row_cost": [0, 0.01, 0, 0]}, r"row_cost needs schema"),
         ({"schema": "csd.models/5", "row_cost": [0, -0.01, 0, 0]}, r"row_cost must hold finite"),
         ({"schema": "csd.models/5", "row_cost": [0, 0.01]}, r"row_cost must hold one cost per"),
