@@ -24,6 +24,10 @@ Usage::
     python benchmarks/realrun_cpu.py --family qwen --limit 8 --max-new-tokens 32
     python benchmarks/realrun_cpu.py --family smollm2 --temperature 0.7 --tag sampling
     python benchmarks/realrun_cpu.py --family qwen --backend llama.cpp --tag llamacpp
+    python benchmarks/realrun_cpu.py --family smollm2 --trees --tag trees
+
+``--trees`` adds the token-tree search's methods (the recommended configuration, the best
+tree even when not recommended, the best chain; :mod:`realrun.tree_methods`).
 """
 
 from __future__ import annotations
@@ -76,6 +80,11 @@ def main(argv: list[str] | None = None) -> int:
         default="transformers",
         help="llama.cpp runs the GGUF files as stored (default: transformers, converted)",
     )
+    p.add_argument(
+        "--trees",
+        action="store_true",
+        help="also run the token-tree search's recommendation, best tree and best chain",
+    )
     p.add_argument("--tag", default="", help="suffix of the results file name")
     p.add_argument("--out", type=Path, default=Path("out"))
     args = p.parse_args(argv)
@@ -99,6 +108,7 @@ def main(argv: list[str] | None = None) -> int:
         k_max=args.k_max,
         family_label=family,
         backend=args.backend,
+        trees=args.trees,
     )
     res = replace(
         res,

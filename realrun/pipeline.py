@@ -9,6 +9,13 @@ which every method runs. The predictions are therefore tested on prompts they ne
 
 Numerics (``dtype="auto"``/``threads="auto"`` on a CPU): chosen by measurement on the
 measuring split, :mod:`realrun.numerics`. Families and backends: :mod:`realrun.family`.
+
+Token trees (``trees=True``): the exact tree search (:func:`ewif.search.tree_search.
+optimize_trees`) on the measured set, with its rank-acceptance vectors; its recommended
+configuration, its best tree and its best chain join the methods (:mod:`realrun.tree_methods`),
+``metadata.tree_recommendation`` records what it decided, and ``metadata.tree_pass_timing``
+how tree-shaped passes compare with the chain passes the curves price
+(:mod:`realrun.tree_timing`, timed on the measuring prompts before the run).
 """
 
 from __future__ import annotations
@@ -20,11 +27,13 @@ from dataclasses import replace
 
 import numpy as np
 import torch
+from tqdm.auto import tqdm
 
 from ewif.base import validate
 from ewif.files.model_set import ModelSet
 from ewif.files.results import Results
 from ewif.search.recommendation import recommend
+from ewif.search.tree_search import TreeBounds, optimize_trees
 from realrun.books import ar_agreement, timing_agreement
 from realrun.family import load_family, set_threads
 from realrun.methods import (
@@ -37,6 +46,8 @@ from realrun.methods import (
 from realrun.numerics import measure_numerics
 from realrun.prompts import Prompt, encode, load_prompts
 from realrun.side_by_side import run_side_by_side
+from realrun.tree_methods import tree_methods, tree_record
+from realrun.tree_timing import time_tree_passes
 from simulate.decoder.sampling import Decoding
 
 _CPU_FLAGS = ("avx2", "avx512f", "avx512_bf16", "avx512_fp16", "amx_bf16", "amx_fp16")
@@ -106,12 +117,15 @@ def run_pipeline(
     family_label: str | None = None,
     progress: bool = True,
     backend: str = "transformers",
+    trees: bool = False,
+    tree_bounds: TreeBounds | None = None,
 ) -> Results:
     """Measure on the measuring split (or take ``model_set``), recommend, and run every
     method on the held-out split (module docstring). ``K``/``lenience`` give the cascade
     instead of the recommendation (``K`` over all models, target first). ``backend``: see
     :func:`load_family`; on llama.cpp the transformers baselines (hf-*) are left out and AR
-    is the cascade decoder with the target alone."""
+    is the cascade decoder with the target alone. ``trees``: add the tree search's methods
+    (module docstring; ``tree_bounds`` its bounds, default budgets ``0..min(k_max, 8)``)."""
     decoding = Decoding() if decoding is None else decoding
     measuring, held = split_prompts(prompts, measure_prompts, limit)
     if model_set is None:
@@ -166,6 +180,12 @@ def run_pipeline(
         methods = [m for m in methods if m.kind in ("autoregressive", "csd")]
     if not decoding.greedy or family.backend != "transformers":
         methods = [m for m in methods if not m.kind.startswith("hf-")]
+    search, tree_timing = None, {}
+    if trees:
+        bounds = tree_bounds or TreeBounds(k_max=min(k_max, TreeBounds().k_max))
+        search = optimize_trees(model_set, bounds=bounds)
+        methods += tree_methods(search, methods)
+        tree_timing = _tree_pass_timing(family, measuring, model_set, progress)
     ids = [encode(p, family.tokenizer) for p in held]
     results = run_side_by_side(
         methods,
@@ -192,7 +212,21 @@ def run_pipeline(
     }
     if rec is not None:
         meta["recommendation"] = recommendation_record(rec)
+    if search is not None:
+        meta["tree_recommendation"] = tree_record(search)
+        meta["tree_pass_timing"] = tree_timing
     return replace(results, metadata=meta)
+
+
+def _tree_pass_timing(family, measuring, model_set: ModelSet, progress: bool) -> dict:
+    """Tree-shaped against chain-shaped passes of every neural model of ``family`` on the
+    measuring prompts, up to the curves' largest ``m`` (:func:`time_tree_passes`)."""
+    neural = [m for m in family.chain if hasattr(m, "tree_logits")]
+    max_m = max(c.size for c in model_set.cost_curve) if model_set.cost_curve else 2
+    contexts = [encode(p, family.tokenizer) for p in measuring]
+    with tqdm(total=6, desc="tree passes", unit="round", disable=not progress) as bar:
+        found = time_tree_passes(neural, contexts, max(max_m, 2), progress=bar.update)
+    return {name: t.to_dict() for name, t in found.items()}
 
 
 def given_cascade(names: Sequence[str], K: object, lenience: float, model_set: ModelSet) -> Method:

@@ -28,7 +28,7 @@ import json
 import sys
 from typing import Any
 
-HELP = "measure acceptance rates and pass-cost curves of real models (writes a csd.models/5 file)"
+HELP = "measure acceptance rates and pass-cost curves of real models (writes a csd.models/6 file)"
 
 
 def threads_arg(value: str) -> int | str:

@@ -11,7 +11,9 @@ curves and, with ``--dtype auto``/``--threads auto`` on a CPU, the numerics); ev
 then runs on the next ``--limit`` prompts (held out). ``--from FILE`` skips the measurement
 (then give ``--dtype`` and ``--threads`` as measured). The cascade is ``--K`` (a JSON matrix
 over all given models, target first) with ``--lenience``, else ewif's recommendation — which
-says plainly when nothing beats autoregressive decoding. ``--plot PATH`` writes the
+says plainly when nothing beats autoregressive decoding; ``--trees`` adds the token-tree
+search's recommendation, its best tree and its best chain (:mod:`realrun.tree_methods`).
+``--plot PATH`` writes the
 predicted-vs-measured figure to ``PATH`` and the acceptance-by-position figure of the
 cascade next to it (``_decay`` added to its stem).
 """
@@ -51,6 +53,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--K", help="cascade budgets as JSON, e.g. '[[2,10],[0,10]]'")
     parser.add_argument("--lenience", type=float, default=1.0)
     parser.add_argument("--no-baselines", action="store_true", help="run only AR and the cascade")
+    parser.add_argument(
+        "--trees",
+        action="store_true",
+        help="also run the token-tree search's recommendation, best tree and best chain",
+    )
     parser.add_argument("-o", "--output", help="results file to write (csd.results/1 JSON)")
     parser.add_argument("--plot", metavar="PATH", help="figure path (.png/.svg/.pdf)")
 
@@ -80,6 +87,7 @@ def run(args: argparse.Namespace) -> int:
         K=K,
         lenience=args.lenience,
         baselines=not args.no_baselines,
+        trees=args.trees,
         **model_options(args),
     )
     if args.output:
@@ -99,6 +107,7 @@ def _plots(results, path: Path) -> None:
     from ewif.files.model_set import ModelSet
     from ewif.plotting.calibration import compute_calibration, draw_calibration
     from ewif.plotting.decay import compute_decay, draw_decay
+    from realrun.predictions import is_tree_config
     from simulate.plotting import measured_curve
 
     draw_calibration(
@@ -106,7 +115,14 @@ def _plots(results, path: Path) -> None:
         path,
         title=f"Predicted vs measured speed-up: {results.family}",
     )
-    csd = next((m for m in results.methods if m.kind == "csd" and m.acceptance_by_position), None)
+    csd = next(
+        (
+            m
+            for m in results.methods
+            if m.kind == "csd" and m.acceptance_by_position and not is_tree_config(m.config)
+        ),
+        None,
+    )
     if csd is None:
         return
     model_set = ModelSet.from_dict(results.metadata["model_set"])
