@@ -197,6 +197,24 @@ def recommendation(results: Results, meta: RunMetadata) -> list[str]:
     return [] if rec is None else [rec.describe, *explain.review_lines(rec.review_sizes)]
 
 
+def tree_search(results: Results, meta: RunMetadata) -> list[str]:
+    """The token-tree search's decision and configurations (``--trees``), and how a
+    tree-shaped pass's time compares with a chain pass of the same size."""
+    rec = results.metadata.get("tree_recommendation")
+    if not rec:
+        return []
+    rows = [f"token trees: the exact tree search says {rec['decision']}"]
+    for key, label in (("best", "best"), ("best_tree", "best tree"), ("best_chain", "best chain")):
+        entry = rec.get(key)
+        if entry:
+            ewif = entry["predicted_ewif"]
+            rows.append(f"  {label:<10}: {entry['method']} at {ewif:.3f}x (ewif)")
+    for name, t in results.metadata.get("tree_pass_timing", {}).items():
+        ratios = ", ".join(f"{m}: {r:.3f}" for m, r in zip(t["m"], t["ratio"], strict=True))
+        rows.append(f"  tree/chain pass time, {name}: mean {t['mean_ratio']:.3f} (m {ratios})")
+    return rows
+
+
 def differing_outputs(results: Results, meta: RunMetadata) -> list[str]:
     """How many prompts' outputs differ from AR's, per method, and where each first did."""
     rows = []
@@ -235,6 +253,7 @@ SECTIONS: tuple[Section, ...] = (
     wall_time,
     median_error,
     recommendation,
+    tree_search,
     differing_outputs,
     interrupted,
 )

@@ -87,6 +87,9 @@ def test_tree_methods_run_losslessly_and_are_predicted(family, measured, tiny_pr
         progress=False,
     )
     assert set(res.metadata["outputs_differing_from_AR"].values()) == {0}
+    report = capsys.readouterr().out
+    assert f"token trees: the exact tree search says {record['decision']}" in report
+    assert "tree/chain pass time, target: mean" in report
     lengths = res.metadata["generation_lengths"]
     trees = [m for m in res.methods if is_tree_config(m.config)]
     assert len(trees) >= 2
@@ -125,7 +128,7 @@ def test_tree_pass_timing(family, tiny_prompts):
         time_tree_passes([family["target"]], tiny_prompts[:1], 1)
 
 
-def test_cli_realrun_trees(tiny_model_dirs, tmp_path):
+def test_cli_realrun_trees(tiny_model_dirs, tmp_path, capsys):
     prompts = tmp_path / "p.jsonl"
     prompts.write_text("".join(json.dumps({"prompt": t}) + "\n" for t in PROMPT_TEXTS))
     out = tmp_path / "r.json"
@@ -163,3 +166,6 @@ def test_cli_realrun_trees(tiny_model_dirs, tmp_path):
     names = {m.name for m in res.methods}
     assert record["best_tree"] is not None and record["best_tree"]["method"] in names
     assert set(res.metadata["outputs_differing_from_AR"].values()) == {0}
+    report = capsys.readouterr().out
+    assert f"token trees: the exact tree search says {record['decision']}" in report
+    assert "tree/chain pass time, target: mean" in report
