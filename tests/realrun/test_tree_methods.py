@@ -87,9 +87,6 @@ def test_tree_methods_run_losslessly_and_are_predicted(family, measured, tiny_pr
         progress=False,
     )
     assert set(res.metadata["outputs_differing_from_AR"].values()) == {0}
-    report = capsys.readouterr().out
-    assert f"token trees: the exact tree search says {record['decision']}" in report
-    assert "tree/chain pass time, target: mean" in report
     lengths = res.metadata["generation_lengths"]
     trees = [m for m in res.methods if is_tree_config(m.config)]
     assert len(trees) >= 2
@@ -169,3 +166,29 @@ def test_cli_realrun_trees(tiny_model_dirs, tmp_path, capsys):
     report = capsys.readouterr().out
     assert f"token trees: the exact tree search says {record['decision']}" in report
     assert "tree/chain pass time, target: mean" in report
+
+
+def test_sampled_tree_methods_run(family, measured, tiny_prompts):
+    """Sampling: siblings drawn without replacement from the drafter's law and a Max-Gram tree,
+    run side by side with a sampled AR (losslessness itself is the χ² tests' job,
+    tests/simulate/test_tree_decoder.py)."""
+    from simulate.decoder.sampling import Decoding
+
+    spec = TreeSpec("target", "mag", (-1, 0, 0, 1), None)
+    methods = [
+        default_methods(measured, [], k_max=2)[0],
+        tree_method(TreeConfig(("target", "near"), [[2]], 1.0, None, {"near": 1})),
+        tree_method(TreeConfig(("target", "mag"), [[3]], 1.0, spec)),
+    ]
+    res = run_side_by_side(
+        methods,
+        family,
+        tiny_prompts[2:],
+        model_set=measured,
+        max_new_tokens=NEW,
+        eos_token_id=EOS,
+        decoding=Decoding(0.8),
+        progress=False,
+    )
+    for m in res.methods[1:]:
+        assert m.tokens > 0 and m.predicted_speedup > 0 and m.mean_accepted_length >= 1.0
