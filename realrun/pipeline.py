@@ -26,6 +26,7 @@ from ewif.files.model_set import ModelSet
 from ewif.files.results import Results
 from ewif.search.recommendation import recommend
 from realrun.books import ar_agreement, timing_agreement
+from realrun.categories import with_categories
 from realrun.family import load_family, set_threads
 from realrun.methods import (
     Method,
@@ -35,7 +36,7 @@ from realrun.methods import (
     recommended_method,
 )
 from realrun.numerics import measure_numerics
-from realrun.prompts import Prompt, encode, load_prompts
+from realrun.prompts import Prompt, categories, encode, load_prompts, stratified
 from realrun.side_by_side import run_side_by_side
 from simulate.decoder.sampling import Decoding
 
@@ -43,20 +44,46 @@ _CPU_FLAGS = ("avx2", "avx512f", "avx512_bf16", "avx512_fp16", "amx_bf16", "amx_
 
 
 def split_prompts(
-    prompts: str, measure_prompts: int, limit: int | None, *, held_out: bool = True
+    prompts: str,
+    measure_prompts: int,
+    limit: int | None,
+    *,
+    held_out: bool = True,
+    held_out_categories: Sequence[str] = (),
 ) -> tuple[list[Prompt], list[Prompt]]:
-    """(measuring split, held-out split): the first ``measure_prompts`` prompts of the set,
-    then the next ``limit`` (all remaining when None); with ``held_out`` the held-out split
-    must be non-empty."""
+    """(measuring split, held-out split), stratified by category: the set dealt round-robin
+    over its categories (:func:`realrun.prompts.stratified`; ``all`` and ``classic`` are
+    dealt so already), its first ``measure_prompts`` prompts measuring, the next ``limit``
+    held out (all remaining when None). ``held_out_categories`` leave whole categories out
+    of the measuring split: the measuring split is dealt from the other categories, the
+    held-out split from everything left, those categories included (a check of predictions
+    on kinds of text the measurement never saw). With ``held_out`` the held-out split must
+    be non-empty."""
     k = validate.count("measure_prompts", measure_prompts, minimum=1)
-    every = load_prompts(prompts)
-    held = every[k:] if limit is None else every[k : k + validate.count("limit", limit, minimum=1)]
+    every = stratified(load_prompts(prompts))
+    present = categories(every)
+    left_out = set(held_out_categories)
+    unknown = sorted(left_out - set(present))
+    if unknown:
+        raise ValueError(
+            f"held-out categories {unknown} are not in the prompt set {prompts!r}; "
+            f"its categories: {', '.join(present)}"
+        )
+    pool = [p for p in every if p.kind not in left_out]
+    if not pool:
+        raise ValueError(
+            f"held-out categories {sorted(left_out)} leave no prompt of {prompts!r} to measure on"
+        )
+    measuring = pool[:k]
+    chosen = {id(p) for p in measuring}
+    rest = stratified([p for p in every if id(p) not in chosen])
+    held = rest if limit is None else rest[: validate.count("limit", limit, minimum=1)]
     if held_out and not held:
         raise ValueError(
             f"the prompt set {prompts!r} has {len(every)} prompts: none is left "
-            f"for the held-out split after the {k} measuring prompts"
+            f"for the held-out split after the {len(measuring)} measuring prompts"
         )
-    return every[:k], held
+    return measuring, held
 
 
 def cpu_description() -> dict:
@@ -106,14 +133,19 @@ def run_pipeline(
     family_label: str | None = None,
     progress: bool = True,
     backend: str = "transformers",
+    held_out_categories: Sequence[str] = (),
 ) -> Results:
     """Measure on the measuring split (or take ``model_set``), recommend, and run every
     method on the held-out split (module docstring). ``K``/``lenience`` give the cascade
     instead of the recommendation (``K`` over all models, target first). ``backend``: see
     :func:`load_family`; on llama.cpp the transformers baselines (hf-*) are left out and AR
-    is the cascade decoder with the target alone."""
+    is the cascade decoder with the target alone. ``held_out_categories``: categories left
+    out of the measuring split (:func:`split_prompts`); a measured model set carries α per
+    category (:func:`realrun.categories.with_categories`)."""
     decoding = Decoding() if decoding is None else decoding
-    measuring, held = split_prompts(prompts, measure_prompts, limit)
+    measuring, held = split_prompts(
+        prompts, measure_prompts, limit, held_out_categories=held_out_categories
+    )
     if model_set is None:
         measured = measure_numerics(
             sources,
@@ -131,7 +163,7 @@ def run_pipeline(
             progress=progress,
             backend=backend,
         )
-        family, model_set = measured.family, measured.model_set
+        family, model_set = measured.family, with_categories(measured.model_set, measuring)
     else:
         if dtype == "auto" or threads == "auto":
             raise ValueError(
@@ -183,6 +215,9 @@ def run_pipeline(
         **results.metadata,
         "measuring_prompt_ids": [p.id for p in measuring],
         "held_out_prompt_ids": [p.id for p in held[: results.prompts]],
+        "measuring_prompt_categories": [p.kind for p in measuring],
+        "held_out_prompt_categories": [p.kind for p in held[: results.prompts]],
+        "held_out_categories": sorted(set(held_out_categories)),
         "dtype": family.dtype,
         "threads": torch.get_num_threads(),
         "backend": family.backend,

@@ -34,6 +34,9 @@ and the presets in ``ewif/files/presets/`` use it. JSON or YAML (by extension)::
     alpha_by_position: {"0,1": [0.8, 0.74, ...]}   # optional, measured decay curves
     rank_acceptance:                       # optional (/6): p_1..p_R of ranked candidates
       vectors: {"1,0,1": [0.73, 0.08]}     # (ewif.files.rank_acceptance; p_1 = alpha)
+    alpha_by_category:                     # optional (/6): α per task category
+      rag: {alpha: {"1": [...]}, acceptance_by_prompt: {"1,0,1": [[21.0, 32]]}}
+                                           # (ewif.files.categories)
     cascade: {models: [target, base, mag], K: [[2, 10], [0, 10]], lenience: 3}  # optional
     metadata: {source: "...", notes: "..."}
 
@@ -51,9 +54,12 @@ evidence behind the prediction intervals of :mod:`ewif.predict.bootstrap`; ``bat
 position does not return (:mod:`ewif.kernel.pass_cost`, "Logit rows"; absent: 0, every pass priced
 at its ``c(m)``). ``csd.models/1`` (no curves), ``/2`` (no ``catch_up``, no ``bootstrap``),
 ``/3`` (no ``batch_cost_curve``), ``/4`` (no ``row_cost``) and ``/5`` (no ``rank_acceptance``:
-every pair's vector is ``(alpha,)``, a chain) files still read, with the same meaning;
+every pair's vector is ``(alpha,)``, a chain; no ``alpha_by_category``) files still read, with
+the same meaning;
 ``rank_acceptance`` (``/6``) holds the acceptance of each pair's ranked candidates that token
-trees need (:mod:`ewif.files.rank_acceptance`); files are written as ``csd.models/6``.
+trees need (:mod:`ewif.files.rank_acceptance`); ``alpha_by_category`` (``/6``) α and its
+per-prompt evidence per task category (:mod:`ewif.files.categories`, priced for a mix of
+categories by :mod:`ewif.search.mix`); files are written as ``csd.models/6``.
 """
 
 from __future__ import annotations
@@ -71,13 +77,14 @@ from ewif.base import validate
 from ewif.files.batch_costs import BatchCosts
 from ewif.files.bootstrap_data import BootstrapData
 from ewif.files.rank_acceptance import RankAcceptance
+from ewif.files.categories import CategoryAcceptance
 from ewif.files.reading import read_data
 from ewif.kernel.cascade import Cascade
 from ewif.kernel.pass_cost import PassCost, relative_costs
 
 SCHEMA = "csd.models/6"
 #: Readable schemas; /1: no cost_curve, /2: no catch_up or bootstrap, /3: no batch_cost_curve,
-#: /4: no row_cost, /5: no rank_acceptance.
+#: /4: no row_cost, /5: no rank_acceptance or alpha_by_category.
 SCHEMAS = (
     "csd.models/1",
     "csd.models/2",
@@ -96,6 +103,7 @@ _SINCE = {
     "row_cost": "csd.models/5",
     "rank_acceptance": "csd.models/6",
     "tree": "csd.models/6",  # a token-tree configuration (ewif.files.tree_config)
+    "alpha_by_category": "csd.models/6",
 }
 
 
@@ -135,6 +143,7 @@ class ModelSet:
     batch_costs: BatchCosts | None = None
     row_cost: np.ndarray | None = None
     rank_acceptance: RankAcceptance | None = None
+    categories: CategoryAcceptance | None = None
 
     def __post_init__(self) -> None:
         n1 = len(self.models)
@@ -194,6 +203,8 @@ class ModelSet:
             )
         if self.rank_acceptance is not None:
             self.rank_acceptance.check(self.alpha)
+        if self.categories is not None:
+            self.categories.check(n1, self.alpha.keys())
         if self.batch_costs is not None and self.batch_costs.n_models != n1:
             raise ValueError(
                 f"batch_cost_curve must hold one curve per model ({n1}) at every batch size, "
@@ -306,6 +317,8 @@ class ModelSet:
                 "K": self.cascade.K.tolist(),
                 "lenience": self.cascade.lenience,
             }
+        if self.categories is not None:
+            out["alpha_by_category"] = self.categories.to_dict()
         if self.bootstrap is not None:
             out["bootstrap"] = self.bootstrap.to_dict()
         if self.rank_acceptance is not None:
@@ -351,11 +364,15 @@ class ModelSet:
             if again is not None and batched is None:
                 raise ValueError("batch_reevaluate_curve needs batch_cost_curve")
             ranks = data.get("rank_acceptance")
+            by_category = data.get("alpha_by_category")
             return cls(
                 **parsed,
                 bootstrap=None if boot is None else BootstrapData.from_dict(boot),
                 batch_costs=None if batched is None else BatchCosts.from_dict(batched, again),
                 rank_acceptance=None if ranks is None else RankAcceptance.from_dict(ranks),
+                categories=None
+                if by_category is None
+                else CategoryAcceptance.from_dict(by_category),
             )
         except ValueError as exc:
             raise ValueError(f"{source}: {exc}") from None

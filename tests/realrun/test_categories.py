@@ -1,0 +1,79 @@
+"""realrun.categories: α per category from a measurement's per-prompt evidence, and outputs
+that differ from AR counted per category."""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ewif.files import results as results_io
+from ewif.files.bootstrap_data import BootstrapData
+from ewif.files.categories import alpha_from_rows
+from ewif.files.model_set import ModelSet
+from realrun.categories import (
+    differing_lines,
+    outputs_differing_by_category,
+    with_categories,
+)
+from realrun.prompts import Prompt
+
+DATA = Path(__file__).parents[2] / "realrun" / "data"
+
+
+def _set(rows: dict, **metadata) -> ModelSet:
+    return ModelSet(
+        models=("t", "d"),
+        cost=np.array([1.0, 0.2]),
+        cost_per_token=np.zeros(2),
+        alpha=alpha_from_rows(rows, 2, (1.0,)),
+        bootstrap=BootstrapData(rows),
+        metadata={"prompts": next(iter(rows.values())).shape[0], **metadata},
+    )
+
+
+def test_with_categories_splits_the_evidence_by_the_measured_prompts_categories():
+    rows = {(1.0, 0, 1): np.array([[10.0, 20], [5.0, 20], [18.0, 20]])}
+    prompts = [
+        Prompt("a1", "x", category="a"),
+        Prompt("skip", "x", category="b"),  # the target said nothing: no row
+        Prompt("b1", "x", category="b"),
+        Prompt("a2", "x", category="a"),
+    ]
+    ms = with_categories(_set(rows, skipped_prompts=[1]), prompts)
+    assert ms.categories.names == ("a", "b")
+    assert ms.categories["a"].prompts == ("a1", "a2")
+    assert ms.categories["a"].alpha[1.0][0, 1] == pytest.approx(28 / 40)
+    assert ms.categories["b"].alpha[1.0][0, 1] == pytest.approx(5 / 20)
+    with pytest.raises(ValueError, match="holds 3 measured prompts, but 2"):
+        with_categories(_set(rows), prompts[:2])
+
+
+def test_with_categories_leaves_a_set_without_per_prompt_evidence_as_it_is():
+    ms = replace(_set({(1.0, 0, 1): np.array([[1.0, 2], [1.0, 2]])}), bootstrap=None)
+    assert with_categories(ms, [Prompt("a", "x")]) is ms
+
+
+def test_outputs_differing_from_ar_are_counted_per_category_of_the_held_out_prompts():
+    run = results_io.load(DATA / "cpu_results_qwen_amx.json")
+    by_category = outputs_differing_by_category(run)
+    meta = run.metadata
+    for name, total in meta["outputs_differing_from_AR"].items():
+        assert sum(d for d, _ in by_category[name].values()) == total
+        assert sum(n for _, n in by_category[name].values()) == run.prompts
+    assert set(by_category["AR"]) == {"math", "mc", "code"}
+    lines = differing_lines(by_category)
+    assert lines and all("AR:" not in line for line in lines)
+
+
+def test_recorded_categories_are_used_and_a_run_without_the_comparison_has_none():
+    run = results_io.load(DATA / "cpu_results_smollm2.json")
+    meta = copy.deepcopy(run.metadata)
+    meta["held_out_prompt_categories"] = ["rag"] * run.prompts
+    by_category = outputs_differing_by_category(replace(run, metadata=meta))
+    assert by_category["CSD mag [[1]]"] == {"rag": (1, run.prompts)}
+    del meta["divergences"]
+    assert outputs_differing_by_category(replace(run, metadata=meta)) == {}
