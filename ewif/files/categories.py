@@ -21,6 +21,10 @@ of categories, and to put an interval on it::
 
 Every category has the set's models and leniences (:meth:`CategoryAcceptance.check`). A
 category may hold one prompt (its α is then a point; an interval needs two).
+
+A workload's mix of categories (:class:`Mix`, :func:`parse_mix`: ``writing=0.5,code=0.3,
+rag=0.2``) gives each category's share of the generated tokens, normalised to sum 1;
+:mod:`ewif.kernel.mixture` (Theorem MX) prices a configuration on it.
 """
 
 from __future__ import annotations
@@ -287,3 +291,78 @@ def _matrix_in(name: str, matrix: Any) -> np.ndarray:
 
 def _matrix_out(matrix: np.ndarray) -> list[list[float | None]]:
     return [[None if math.isnan(v) else float(v) for v in row] for row in matrix]
+
+
+@dataclass(frozen=True)
+class Mix:
+    """A workload's share of the generated tokens per category (module docstring): weights
+    ``>= 0``, not all zero, normalised to sum 1 on construction."""
+
+    weights: Mapping[str, float]
+
+    def __post_init__(self) -> None:
+        clean = {}
+        for name, w in self.weights.items():
+            category_name(name)
+            if isinstance(w, bool) or not isinstance(w, int | float) or not w >= 0 or w == math.inf:
+                raise ValueError(
+                    f"the weight of {name!r} in the mix must be a finite number >= 0, got "
+                    f"{validate.shown(w)}"
+                )
+            clean[name] = float(w)
+        total = sum(clean.values())
+        if not total > 0:
+            raise ValueError(
+                "the mix's weights are all zero (or it names no category): give at least one "
+                "category a positive weight"
+            )
+        object.__setattr__(self, "weights", {n: w / total for n, w in clean.items()})
+
+    @property
+    def used(self) -> tuple[str, ...]:
+        """The categories of positive weight, in the mix's order."""
+        return tuple(n for n, w in self.weights.items() if w > 0)
+
+    def checked(self, measured: CategoryAcceptance | None) -> Mix:
+        """This mix, after checking every category it names was measured (``measured``, a
+        model set's section); ValueError naming the unknown one and the measured ones."""
+        if measured is None:
+            raise ValueError(
+                "this model set has no α per category (alpha_by_category, csd.models/6): "
+                "measure it on prompts with categories to price a mix"
+            )
+        for name in self.weights:
+            if name not in measured.categories:
+                raise ValueError(
+                    f"unknown category {name!r} in the mix; the model set measured: "
+                    f"{', '.join(measured.names)}"
+                )
+        return self
+
+    def describe(self) -> str:
+        return ", ".join(f"{n} {100 * w:.0f}%" for n, w in self.weights.items())
+
+
+def parse_mix(text: str) -> Mix:
+    """``NAME=WEIGHT,NAME=WEIGHT,...`` as a :class:`Mix` (weights relative: normalised);
+    a one-line ValueError for anything else, a name given twice, a negative, non-finite or
+    all-zero weight."""
+    form = "NAME=WEIGHT,... (e.g. writing=0.5,code=0.3,rag=0.2)"
+    weights: dict[str, float] = {}
+    for part in str(text).split(","):
+        name, sep, value = (s.strip() for s in part.partition("="))
+        if not sep or not name or not value:
+            raise ValueError(f"the mix must be {form}, got {validate.shown(text)}")
+        try:
+            category_name(name)
+        except ValueError as exc:
+            raise ValueError(f"the mix names {name!r}: {exc}") from None
+        if name in weights:
+            raise ValueError(f"the mix gives {name!r} twice")
+        try:
+            weights[name] = float(value)
+        except ValueError:
+            raise ValueError(
+                f"the weight of {name!r} in the mix must be a number, got {value!r}"
+            ) from None
+    return Mix(weights)

@@ -67,7 +67,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -270,6 +270,16 @@ class ModelSet:
             cost_curve=None if curves is None else [curves[i] for i in idx],
             catch_up=catch_up,
             row_cost=None if self.row_cost is None else self.row_cost[ix],
+        )
+
+    def category_set(self, name: str) -> ModelSet:
+        """This set with the α of category ``name`` (``alpha_by_category``; its costs are the
+        set's): what one category alone is priced with. ValueError for an unknown name."""
+        if self.categories is None:
+            raise ValueError("this model set has no α per category (alpha_by_category)")
+        alpha = self.categories[name].alpha
+        return replace(
+            self, alpha=dict(alpha), bootstrap=None, categories=None, alpha_by_position={}
         )
 
     @property
