@@ -144,6 +144,24 @@ class MixRecommendation:
             return f"recommended for the mix: {what} at {self.best.ewif:.4f}x"
         return explain.autoregressive_line(what, self.best.ewif)
 
+    def lines(self) -> list[str]:
+        """The human report of the recommendation (``csd recommend --mix``)."""
+        by = ", ".join(f"{n} {s:.3f}x" for n, s in self.prediction.by_category.items())
+        proof = (
+            "the optimum, certified"
+            if self.certified
+            else "the best found (not certified: raise max_rows)"
+        )
+        return [
+            f"mix: {self.mix.describe()} (shares of the generated tokens)",
+            self.describe(),
+            f"  speed-up on the mix: {self.best.ewif:.4f}x = 1 / Σ w_c / S_c (Theorem MX); "
+            f"{proof}, {self.priced} configurations priced of {self.n_configurations:,}",
+            f"  per category S_c: {by}",
+            f"  the same configuration at the mix-weighted α: {self.prediction.pooled:.4f}x "
+            "(not the mix's speed-up)",
+        ]
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "mix": dict(self.mix.weights),

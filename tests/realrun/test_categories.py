@@ -77,3 +77,23 @@ def test_recorded_categories_are_used_and_a_run_without_the_comparison_has_none(
     assert by_category["CSD mag [[1]]"] == {"rag": (1, run.prompts)}
     del meta["divergences"]
     assert outputs_differing_by_category(replace(run, metadata=meta)) == {}
+
+
+def test_the_report_shows_alpha_per_category_and_differences_by_category():
+    from realrun.prompts import load_prompts
+    from realrun.results_tables import format_results
+
+    run = results_io.load(DATA / "cpu_results_qwen_amx.json")
+    by_id = {p.id: p for p in load_prompts("all")}
+    measured = ModelSet.from_dict(run.metadata["model_set"], "run")
+    measuring = [by_id[i] for i in run.metadata["measuring_prompt_ids"]]
+    meta = {
+        **run.metadata,
+        "model_set": with_categories(measured, measuring).to_dict(),
+        "held_out_categories": ["code"],
+    }
+    text = format_results(replace(run, metadata=meta))
+    assert "α per category (measuring prompts" in text
+    assert "held out whole (absent from the measuring split): code" in text
+    assert "outputs differing from AR, by category:" in text
+    assert "α per category" not in format_results(run)  # a run measured before categories
