@@ -154,7 +154,10 @@ def measured_with_confidence(costs: Path, per_category: int, max_new_tokens: int
     traces = acc.traces()[(1.0, 0, 1)]
     conf = draft_confidence(family.chain[1], acc.contexts)
     two = _two_model_set(base, traces)
+    from realrun.pipeline import cpu_description
+
     out = {
+        "cpu": cpu_description(),
         "costs": costs.name,
         "dtype": dtype,
         "prompts": len(kept),
@@ -165,7 +168,7 @@ def measured_with_confidence(costs: Path, per_category: int, max_new_tokens: int
         idx = [i for i, p in enumerate(kept) if p.kind == kind]
         if len(idx) >= 2:
             sub = _two_model_set(base, [traces[i] for i in idx])
-            by[kind] = compare(sub, "qwen-0.5b", [conf[i] for i in idx])
+            by[kind] = compare(sub, "qwen-0.5b", [conf[i] for i in idx], (0.6, 0.8))
     out["by_category"] = by
     return out
 
@@ -227,7 +230,7 @@ def main(argv: list[str] | None = None) -> int:
         for kind, rows in c["by_category"].items():
             print(
                 f"  {kind}: "
-                + "; ".join(f"{r['schedule']} {r['speedup']:.3f}" for r in rows[:2] + rows[5:6])
+                + "; ".join(f"{r['schedule']} {r['speedup']:.3f}" for r in rows[:2] + rows[5:])
             )
     print(json.dumps({"written": str(args.out)}))
     return 0

@@ -97,3 +97,31 @@ def test_the_report_shows_alpha_per_category_and_differences_by_category():
     assert "held out whole (absent from the measuring split): code" in text
     assert "outputs differing from AR, by category:" in text
     assert "α per category" not in format_results(run)  # a run measured before categories
+
+
+def test_peer_comparison_names_the_fastest_peer_and_prices_its_schedules_at_our_costs():
+    from realrun.peers import peer_comparison
+
+    run = results_io.load(DATA / "cpu_results_qwen.json")
+    out = peer_comparison(run)
+    assert out["peer"] == "HF assisted qwen-0.5b" and out["ours"] == "CSD qwen-0.5b [[1]]"
+    assert out["peer_won"] is False and out["ours_speedup"] > out["peer_speedup"]
+    prices = out["schedules_at_our_costs"]
+    assert list(prices) == [
+        "fixed k=1",
+        "heuristic from 5",
+        "heuristic_transient from 5",
+        "constant from 20",
+    ]
+    assert prices["fixed k=1"] == max(prices.values())
+    ar = run.autoregressive.tokens_per_s
+    won = replace(
+        run,
+        methods=[
+            replace(m, speedup=2.0, tokens_per_s=2.0 * ar) if m.kind == "hf-assisted" else m
+            for m in run.methods
+        ],
+    )
+    assert peer_comparison(won)["peer_won"] is True
+    only_ours = replace(run, methods=[m for m in run.methods if not m.kind.startswith("hf-")])
+    assert peer_comparison(only_ours) is None
