@@ -37,6 +37,17 @@ as Algorithm 1 decodes: it is :func:`simulate.trace_replay.replay` of SD ``K = [
 (tested equal). The result is a :class:`simulate.trace_replay.Replay`, priced and resampled
 as every replay is.
 
+**Why only the text can make a schedule pay (Proposition DK).** Under the Bernoulli model
+(every test independent with probability α) and step costs that do not depend on earlier
+steps (no catch-up), no draft length chosen from the history beats the best fixed ``k``:
+with ``λ* = max_k E[T(k)]/E[C(k)]``, every step has
+``E[T − λ*·C | history] <= max_k (E[T(k)] − λ*·E[C(k)]) = 0``, so ``Σ T − λ*·Σ C`` is a
+supermartingale and the long-run ratio ``Σ T / Σ C`` is at most ``λ*`` (renewal–reward, as
+Dinkelbach's step). A schedule can win only where acceptance is not i.i.d. — clustered along
+the text, which the replay over measured traces keeps — through the catch-up pass, whose
+first pass after a full acceptance makes the cost depend on the previous step, or by reading
+information about the coming tests (the drafter's confidence, which a threshold reads).
+
 One approximation, trace_replay's: a draft token after the first rejected one is read on the
 text, not on the drafter's own (deviating) continuation — its acceptance changes nothing (the
 target stops at the first rejection), its confidence only how long that draft runs.
