@@ -3,6 +3,7 @@ the honest recommendation and divergence reports."""
 
 from __future__ import annotations
 
+import json
 import math
 from collections import Counter
 
@@ -227,3 +228,35 @@ def test_load_family_bad_input(tiny_model_dirs):
         load_family([str(tiny_model_dirs["target"])], bigram="x.npz")
     with pytest.raises(ValueError, match="at least two models"):
         load_family([str(tiny_model_dirs["target"])])
+
+
+def test_a_held_out_category_is_run_but_never_measured(tiny_model_dirs, tmp_path):
+    from realrun.tiny import PROMPT_TEXTS
+
+    path = tmp_path / "kinds.jsonl"
+    kinds = ["math", "code", "math", "chat"]
+    path.write_text(
+        "".join(
+            json.dumps({"id": f"p{i}", "category": k, "prompt": t}) + "\n"
+            for i, (k, t) in enumerate(zip(kinds, PROMPT_TEXTS, strict=True))
+        )
+    )
+    res = run_pipeline(
+        [str(tiny_model_dirs["target"])],
+        mag=True,
+        prompts=str(path),
+        measure_prompts=2,
+        max_new_tokens=4,
+        device="cpu",
+        dtype="float32",
+        threads=1,
+        k_max=2,
+        baselines=False,
+        progress=False,
+        held_out_categories=["chat"],
+    )
+    meta = res.metadata
+    assert meta["measuring_prompt_categories"] == ["math", "code"]
+    assert "chat" in meta["held_out_prompt_categories"] and meta["held_out_categories"] == ["chat"]
+    measured = ModelSet.from_dict(meta["model_set"], "run")
+    assert measured.categories.names == ("math", "code")
