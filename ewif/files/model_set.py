@@ -76,8 +76,8 @@ import numpy as np
 from ewif.base import validate
 from ewif.files.batch_costs import BatchCosts
 from ewif.files.bootstrap_data import BootstrapData
-from ewif.files.rank_acceptance import RankAcceptance
 from ewif.files.categories import CategoryAcceptance
+from ewif.files.rank_acceptance import RankAcceptance
 from ewif.files.reading import read_data
 from ewif.kernel.cascade import Cascade
 from ewif.kernel.pass_cost import PassCost, relative_costs
@@ -279,7 +279,12 @@ class ModelSet:
             raise ValueError("this model set has no α per category (alpha_by_category)")
         alpha = self.categories[name].alpha
         return replace(
-            self, alpha=dict(alpha), bootstrap=None, categories=None, alpha_by_position={}
+            self,
+            alpha=dict(alpha),
+            bootstrap=None,
+            categories=None,
+            alpha_by_position={},
+            rank_acceptance=None,  # measured over all prompts, not per category
         )
 
     @property

@@ -83,7 +83,14 @@ def mixed_alpha_set(model_set: ModelSet, mix: Mix) -> ModelSet:
         x: sum(w * model_set.categories[n].alpha[x] for n, w in mix.weights.items() if w > 0)
         for x in model_set.alpha
     }
-    return replace(model_set, alpha=alpha, bootstrap=None, categories=None, alpha_by_position={})
+    return replace(
+        model_set,
+        alpha=alpha,
+        bootstrap=None,
+        categories=None,
+        alpha_by_position={},
+        rank_acceptance=None,
+    )
 
 
 @dataclass(frozen=True)
