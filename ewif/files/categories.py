@@ -32,14 +32,15 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import Any, TypeVar
 
 import numpy as np
 
 from ewif.base import validate
 
 Key = tuple[float, int, int]
+Set = TypeVar("Set")  # a model set (ewif.files.model_set imports this module)
 _NAME = re.compile(r"[A-Za-z0-9_.-]+")
 _TOLERANCE = 1e-9
 
@@ -366,3 +367,20 @@ def parse_mix(text: str) -> Mix:
                 f"the weight of {name!r} in the mix must be a number, got {value!r}"
             ) from None
     return Mix(weights)
+
+
+def category_set(model_set: Set, name: str) -> Set:
+    """A :class:`~ewif.files.model_set.ModelSet` with the α of its category ``name``
+    (``alpha_by_category``; the costs are the set's): what one category alone is priced with.
+    Its per-prompt evidence, decay curves and rank acceptance (measured over all prompts) are
+    left out. ValueError for a set without categories or an unknown name."""
+    if model_set.categories is None:
+        raise ValueError("this model set has no α per category (alpha_by_category)")
+    return replace(
+        model_set,
+        alpha=dict(model_set.categories[name].alpha),
+        bootstrap=None,
+        categories=None,
+        alpha_by_position={},
+        rank_acceptance=None,
+    )

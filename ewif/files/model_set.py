@@ -34,9 +34,7 @@ and the presets in ``ewif/files/presets/`` use it. JSON or YAML (by extension)::
     alpha_by_position: {"0,1": [0.8, 0.74, ...]}   # optional, measured decay curves
     rank_acceptance:                       # optional (/6): p_1..p_R of ranked candidates
       vectors: {"1,0,1": [0.73, 0.08]}     # (ewif.files.rank_acceptance; p_1 = alpha)
-    alpha_by_category:                     # optional (/6): α per task category
-      rag: {alpha: {"1": [...]}, acceptance_by_prompt: {"1,0,1": [[21.0, 32]]}}
-                                           # (ewif.files.categories)
+    alpha_by_category: {rag: {alpha: ..., acceptance_by_prompt: ...}}   # optional (/6)
     cascade: {models: [target, base, mag], K: [[2, 10], [0, 10]], lenience: 3}  # optional
     metadata: {source: "...", notes: "..."}
 
@@ -54,12 +52,10 @@ evidence behind the prediction intervals of :mod:`ewif.predict.bootstrap`; ``bat
 position does not return (:mod:`ewif.kernel.pass_cost`, "Logit rows"; absent: 0, every pass priced
 at its ``c(m)``). ``csd.models/1`` (no curves), ``/2`` (no ``catch_up``, no ``bootstrap``),
 ``/3`` (no ``batch_cost_curve``), ``/4`` (no ``row_cost``) and ``/5`` (no ``rank_acceptance``:
-every pair's vector is ``(alpha,)``, a chain; no ``alpha_by_category``) files still read, with
-the same meaning;
+every pair's vector is ``(alpha,)``, a chain; no categories) files still read, the same;
 ``rank_acceptance`` (``/6``) holds the acceptance of each pair's ranked candidates that token
-trees need (:mod:`ewif.files.rank_acceptance`); ``alpha_by_category`` (``/6``) α and its
-per-prompt evidence per task category (:mod:`ewif.files.categories`, priced for a mix of
-categories by :mod:`ewif.search.mix`); files are written as ``csd.models/6``.
+trees need (:mod:`ewif.files.rank_acceptance`), ``alpha_by_category`` (``/6``) α per task
+category (:mod:`ewif.files.categories`); files are written as ``csd.models/6``.
 """
 
 from __future__ import annotations
@@ -67,7 +63,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -272,21 +268,6 @@ class ModelSet:
             row_cost=None if self.row_cost is None else self.row_cost[ix],
         )
 
-    def category_set(self, name: str) -> ModelSet:
-        """This set with the α of category ``name`` (``alpha_by_category``; its costs are the
-        set's): what one category alone is priced with. ValueError for an unknown name."""
-        if self.categories is None:
-            raise ValueError("this model set has no α per category (alpha_by_category)")
-        alpha = self.categories[name].alpha
-        return replace(
-            self,
-            alpha=dict(alpha),
-            bootstrap=None,
-            categories=None,
-            alpha_by_position={},
-            rank_acceptance=None,  # measured over all prompts, not per category
-        )
-
     @property
     def leniences(self) -> tuple[float, ...]:
         return tuple(sorted(self.alpha))
@@ -379,15 +360,13 @@ class ModelSet:
             if again is not None and batched is None:
                 raise ValueError("batch_reevaluate_curve needs batch_cost_curve")
             ranks = data.get("rank_acceptance")
-            by_category = data.get("alpha_by_category")
+            kinds = data.get("alpha_by_category")
             return cls(
                 **parsed,
                 bootstrap=None if boot is None else BootstrapData.from_dict(boot),
                 batch_costs=None if batched is None else BatchCosts.from_dict(batched, again),
                 rank_acceptance=None if ranks is None else RankAcceptance.from_dict(ranks),
-                categories=None
-                if by_category is None
-                else CategoryAcceptance.from_dict(by_category),
+                categories=None if kinds is None else CategoryAcceptance.from_dict(kinds),
             )
         except ValueError as exc:
             raise ValueError(f"{source}: {exc}") from None

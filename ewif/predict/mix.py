@@ -23,7 +23,7 @@ from dataclasses import replace
 import numpy as np
 
 from ewif.base import validate
-from ewif.files.categories import Category, Mix
+from ewif.files.categories import Category, Mix, category_set
 from ewif.files.model_set import ModelSet
 from ewif.kernel.mixture import mixture_speedup
 from ewif.predict.bootstrap import (
@@ -86,7 +86,7 @@ def mix_intervals(
             )
     rng = np.random.default_rng(validate.count("seed", seed))
     stderr = None if model_set.bootstrap is None else model_set.bootstrap.cost_curve_stderr
-    base = {name: model_set.category_set(name) for name in mix.used}
+    base = {name: category_set(model_set, name) for name in mix.used}
     values = np.empty((b, len(configs)))
     for i in range(b):
         alphas = {n: drawn_alpha(model_set.categories[n], rng, level, held.get(n)) for n in base}

@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from ewif.base.text_table import table
-from ewif.files.categories import Mix
+from ewif.files.categories import Mix, category_set
 from ewif.files.model_set import ModelSet
 from ewif.kernel.mixture import mixture_speedup
 from ewif.search import explain
@@ -68,7 +68,7 @@ def category_speedups(
     mix.checked(model_set.categories)
     flags = catch_up_of(model_set, models)
     return {
-        name: model_set.category_set(name)
+        name: category_set(model_set, name)
         .to_cascade(models, np.asarray(K), lenience, fill=fill, catch_up=flags)
         .ewif(max_new_tokens)
         for name in mix.used
@@ -204,7 +204,7 @@ def recommend_mix(
     chosen = search_space(model_set, space, k_max, mag_block)
     lens = model_set.leniences if leniences is None else leniences
     space_size(model_set.alpha, len(model_set.models), chosen.bounds, lens, "lower k_max")
-    sets = {name: model_set.category_set(name) for name in mix.used}
+    sets = {name: category_set(model_set, name) for name in mix.used}
     w = mix.weights
 
     def top(name: str, rows: int):

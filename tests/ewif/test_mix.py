@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from ewif.files.bootstrap_data import BootstrapData
 from ewif.files.categories import CategoryAcceptance, Mix, alpha_from_rows, parse_mix
+from ewif.files.categories import category_set as category_of
 from ewif.files.model_set import ModelSet
 from ewif.kernel.cascade import Cascade
 from ewif.kernel.mixture import mixture_speedup
@@ -171,7 +172,7 @@ def test_the_mix_search_finds_the_brute_force_optimum_and_proves_it(text, catch_
 def test_a_mix_of_one_category_recommends_what_that_category_alone_does():
     ms = category_set(SETS)
     rec = recommend_mix(ms, parse_mix("rag=1"), space="full", k_max=4)
-    alone = recommend(ms.category_set("rag"), space="full", k_max=4)
+    alone = recommend(category_of(ms, "rag"), space="full", k_max=4)
     assert rec.best.ewif == pytest.approx(alone.ewif, rel=1e-9)
 
 
