@@ -30,9 +30,8 @@ _HOMES = {
     ),
     "PassCost": "ewif.kernel.pass_cost",
     "Cascade": "ewif.kernel.cascade",
-    **dict.fromkeys(
-        ("Configuration", "OptimizeResult", "best_sd", "optimize"), "ewif.search.optimizer"
-    ),
+    "Configuration": "ewif.base.configuration",
+    **dict.fromkeys(("OptimizeResult", "best_sd", "optimize"), "ewif.search.optimizer"),
     "landscape_around": "ewif.search.landscape",
     "paper_bounds": "ewif.search.space",
 }
