@@ -216,7 +216,6 @@ FUNCTION_LINES, MODULE_LINES = 80, 500
 #: ``path:name``, a module (or all of a file) as ``path``. The list only shrinks.
 TOO_LONG_FOR_NOW = {
     "realrun/numerics.py:measure_numerics",
-    "realrun/results_tables.py:format_results",
     "ewif/plotting/calibration.py:draw_calibration",
     "ewif/commands/recommend.py:_human",
     "realrun/timing.py:time_family",
