@@ -24,10 +24,10 @@ import torch
 from ewif.base import validate
 from ewif.files.model_set import ModelSet
 from ewif.files.results import Results
-from ewif.search.recommendation import recommend
+from ewif.search.recommendation import Recommendation, recommend
 from realrun.books import ar_agreement, timing_agreement
 from realrun.categories import with_categories
-from realrun.family import load_family, set_threads
+from realrun.family import Family, load_family, set_threads
 from realrun.methods import (
     Method,
     cascade_method,
@@ -146,63 +146,24 @@ def run_pipeline(
     measuring, held = split_prompts(
         prompts, measure_prompts, limit, held_out_categories=held_out_categories
     )
-    if model_set is None:
-        measured = measure_numerics(
-            sources,
-            measuring,
-            mag=mag,
-            bigram=bigram,
-            device=device,
-            dtype=dtype,
-            threads=threads,
-            max_new_tokens=max_new_tokens,
-            leniences=leniences,
-            decoding=decoding,
-            k_max=k_max,
-            names=names,
-            progress=progress,
-            backend=backend,
-        )
-        family, model_set = measured.family, with_categories(measured.model_set, measuring)
-    else:
-        if dtype == "auto" or threads == "auto":
-            raise ValueError(
-                "a pre-measured model set needs the numerics it was measured with: "
-                "give dtype and threads (--dtype, --threads) explicitly"
-            )
-        family = load_family(
-            sources,
-            mag=mag,
-            bigram=bigram,
-            device=device,
-            dtype=dtype,
-            names=names,
-            backend=backend,
-        )
-        set_threads(family, validate.count("threads", threads, minimum=1))
-        if tuple(model_set.models) != tuple(family.names):
-            raise ValueError(
-                f"the model set describes models {list(model_set.models)}, but "
-                f"the run loaded {family.names}"
-            )
-    rec = None
-    if K is not None:
-        csd = given_cascade(family.names, K, lenience, model_set)
-    elif lenience != 1.0:
-        raise ValueError("lenience needs K (the recommendation chooses its own lenience)")
-    else:
-        rec = recommend(model_set, k_max=k_max)
-        csd = recommended_method(rec)
-    methods = default_methods(model_set, family.assistants, csd=csd, k_max=k_max)
-    if not baselines:
-        methods = [m for m in methods if m.kind in ("autoregressive", "csd")]
-    if not decoding.greedy or family.backend != "transformers":
-        methods = [m for m in methods if not m.kind.startswith("hf-")]
-    ids = [encode(p, family.tokenizer) for p in held]
+    load = dict(mag=mag, bigram=bigram, device=device, dtype=dtype, names=names, backend=backend)
+    family, model_set = _measured_or_loaded(
+        sources,
+        measuring,
+        model_set,
+        threads,
+        load,
+        max_new_tokens=max_new_tokens,
+        leniences=leniences,
+        decoding=decoding,
+        k_max=k_max,
+        progress=progress,
+    )
+    csd, rec = _cascade_to_run(family.names, model_set, K, lenience, k_max)
     results = run_side_by_side(
-        methods,
+        _methods_to_run(model_set, family, csd, k_max, baselines, decoding),
         {m.name: m for m in family.chain},
-        ids,
+        [encode(p, family.tokenizer) for p in held],
         model_set=model_set,
         max_new_tokens=max_new_tokens,
         eos_token_id=family.tokenizer.eos_token_id,
@@ -211,6 +172,93 @@ def run_pipeline(
         family=family_label or " > ".join(family.names),
         progress=progress,
     )
+    return _with_pipeline_metadata(
+        results, model_set, family, (measuring, held), held_out_categories, rec
+    )
+
+
+def _measured_or_loaded(
+    sources: Sequence[str],
+    measuring: Sequence[Prompt],
+    model_set: ModelSet | None,
+    threads: int | str,
+    load: dict,
+    **numerics,
+) -> tuple[Family, ModelSet]:
+    """The family and its model set: measured on the ``measuring`` prompts with its numerics
+    chosen (:func:`realrun.numerics.measure_numerics`) and α per category
+    (:func:`realrun.categories.with_categories`), or, for a pre-measured ``model_set``,
+    the family it describes (:func:`_family_of`)."""
+    if model_set is not None:
+        return _family_of(model_set, sources, threads, load), model_set
+    measured = measure_numerics(sources, measuring, threads=threads, **numerics, **load)
+    return measured.family, with_categories(measured.model_set, measuring)
+
+
+def _family_of(
+    model_set: ModelSet, sources: Sequence[str], threads: int | str, load: dict
+) -> Family:
+    """The family a pre-measured ``model_set`` describes, loaded with the numerics it was
+    measured with (``load``: :func:`load_family`'s options, ``dtype`` among them)."""
+    if load["dtype"] == "auto" or threads == "auto":
+        raise ValueError(
+            "a pre-measured model set needs the numerics it was measured with: "
+            "give dtype and threads (--dtype, --threads) explicitly"
+        )
+    family = load_family(sources, **load)
+    set_threads(family, validate.count("threads", threads, minimum=1))
+    if tuple(model_set.models) != tuple(family.names):
+        raise ValueError(
+            f"the model set describes models {list(model_set.models)}, but "
+            f"the run loaded {family.names}"
+        )
+    return family
+
+
+def _cascade_to_run(
+    names: Sequence[str], model_set: ModelSet, K: object | None, lenience: float, k_max: int
+) -> tuple[Method, Recommendation | None]:
+    """The csd method of the run: the given ``K`` at ``lenience``, else ewif's
+    recommendation (returned too, for the results file)."""
+    if K is not None:
+        return given_cascade(names, K, lenience, model_set), None
+    if lenience != 1.0:
+        raise ValueError("lenience needs K (the recommendation chooses its own lenience)")
+    rec = recommend(model_set, k_max=k_max)
+    return recommended_method(rec), rec
+
+
+def _methods_to_run(
+    model_set: ModelSet,
+    family: Family,
+    csd: Method,
+    k_max: int,
+    baselines: bool,
+    decoding: Decoding,
+) -> list[Method]:
+    """The default methods (:func:`realrun.methods.default_methods`) less the baselines when
+    not asked for, and less transformers' methods unless greedy on transformers."""
+    methods = default_methods(model_set, family.assistants, csd=csd, k_max=k_max)
+    if not baselines:
+        methods = [m for m in methods if m.kind in ("autoregressive", "csd")]
+    if not decoding.greedy or family.backend != "transformers":
+        methods = [m for m in methods if not m.kind.startswith("hf-")]
+    return methods
+
+
+def _with_pipeline_metadata(
+    results: Results,
+    model_set: ModelSet,
+    family: Family,
+    splits: tuple[Sequence[Prompt], Sequence[Prompt]],
+    held_out_categories: Sequence[str],
+    rec: Recommendation | None,
+) -> Results:
+    """``results`` with what the pipeline knows besides the run: the prompt splits
+    (``splits``: measuring, held-out) and the categories held out, the
+    numerics and CPU, the median prediction error, the timing diagnostics and the
+    recommendation."""
+    measuring, held = splits
     meta = {
         **results.metadata,
         "measuring_prompt_ids": [p.id for p in measuring],

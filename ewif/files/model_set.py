@@ -70,6 +70,7 @@ from typing import Any
 import numpy as np
 
 from ewif.base import validate
+from ewif.base.configuration import Configuration
 from ewif.files.batch_costs import BatchCosts
 from ewif.files.bootstrap_data import BootstrapData
 from ewif.files.categories import CategoryAcceptance
@@ -104,15 +105,6 @@ _SINCE = {
 
 
 @dataclass(frozen=True)
-class CascadeChoice:
-    """A chosen configuration inside a model set: which models (target first), K, lenience."""
-
-    models: tuple[str, ...]
-    K: np.ndarray
-    lenience: float = 1.0
-
-
-@dataclass(frozen=True)
 class ModelSet:
     """Acceptance rates and costs of a family of models sharing one vocabulary.
 
@@ -131,7 +123,7 @@ class ModelSet:
     cost_per_token: np.ndarray
     alpha: dict[float, np.ndarray]
     alpha_by_position: dict[tuple[int, int], np.ndarray] = field(default_factory=dict)
-    cascade: CascadeChoice | None = None
+    cascade: Configuration | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
     cost_curve: tuple[np.ndarray, ...] | None = None
     catch_up: tuple[bool, ...] | None = None
@@ -221,17 +213,22 @@ class ModelSet:
 
     def to_cascade(
         self,
-        models: Sequence[str] | None = None,
+        models: Configuration | Sequence[str] | None = None,
         K: object | None = None,
         lenience: float | None = None,
         fill: str = "tokens",
         catch_up: object | None = None,
     ) -> Cascade:
         """The cascade of ``models`` (target first; default: the set's ``cascade`` section or
-        all its models) with budgets ``K`` at ``lenience`` (default 1, or the section's);
+        all its models) with budgets ``K`` at ``lenience`` (default 1, or the section's), or
+        of a whole :class:`~ewif.base.configuration.Configuration` given as ``models``;
         ``catch_up`` one flag per chosen model (default: the set's flags, if it has any);
         the set's ``row_cost`` (if any) prices the catch-up positions' missing rows."""
         choice = self.cascade
+        if isinstance(models, Configuration):
+            if K is not None or lenience is not None:
+                raise TypeError("give a Configuration, or models with K and lenience, not both")
+            choice, models = models, None
         if models is None and choice is not None:
             models = choice.models
         if K is None:
@@ -241,16 +238,7 @@ class ModelSet:
         if lenience is None:
             lenience = choice.lenience if choice is not None else 1.0
         models = tuple(self.models if models is None else models)
-        idx = [self.index(m) for m in models]
-        if idx[0] != 0:
-            raise ValueError(
-                f"models must start with the target {self.models[0]!r}, got {models[0]!r}"
-            )
-        if sorted(idx) != idx or len(set(idx)) != len(idx):
-            raise ValueError(
-                f"models must be distinct and ordered largest first as in the set "
-                f"{list(self.models)}, got {list(models)}"
-            )
+        idx = self.indices(models)
         lenience = self.checked_lenience(lenience)
         ix = np.asarray(idx)
         curves = self.cost_curve
@@ -281,6 +269,18 @@ class ModelSet:
                 f"{', '.join(f'{x:g}' for x in self.leniences)}"
             )
         return lenience
+
+    def indices(self, models: Sequence[str]) -> list[int]:
+        """The set's indices of a cascade's ``models``: the target first, then distinct
+        drafters in the set's order (``ValueError`` otherwise)."""
+        idx = [self.index(m) for m in models]
+        if idx[0] != 0:
+            raise ValueError(
+                f"models must start with the target {self.models[0]!r}, got {models[0]!r}"
+            )
+        if sorted(set(idx)) != idx:
+            raise ValueError(f"models must be distinct, in the order {list(self.models)}: {models}")
+        return idx
 
     def index(self, name: str) -> int:
         try:
@@ -440,7 +440,7 @@ def _pair(key: str) -> tuple[int, int]:
     return r, j
 
 
-def _choice_in(raw: Any, source: str) -> CascadeChoice | None:
+def _choice_in(raw: Any, source: str) -> Configuration | None:
     """The file's ``cascade`` section (None when it has none)."""
     if raw is None:
         return None
@@ -451,7 +451,7 @@ def _choice_in(raw: Any, source: str) -> CascadeChoice | None:
         raise ValueError(
             f"{source}: cascade.models must be a non-empty list of names, got {names!r}"
         )
-    return CascadeChoice(
+    return Configuration(
         models=tuple(names),
         K=validate.counts(f"{source}: cascade.K", raw["K"]),
         lenience=validate.cost(f"{source}: cascade.lenience", raw.get("lenience", 1.0)),

@@ -36,12 +36,13 @@ from typing import Any
 
 import numpy as np
 
+from ewif.base.configuration import Configuration
 from ewif.base.text_table import table
 from ewif.files.categories import Mix, category_set
 from ewif.files.model_set import ModelSet
 from ewif.kernel.mixture import mixture_speedup
 from ewif.search import explain
-from ewif.search.optimizer import Configuration, optimize
+from ewif.search.optimizer import optimize
 from ewif.search.space import search_space, space_size
 
 _FIRST_ROWS = 32

@@ -13,7 +13,7 @@ import pytest
 
 from ewif.kernel.cascade import Cascade
 from ewif.kernel.mixture import mixture_speedup
-from simulate.bernoulli import CascadeSpec, Engine, generator
+from simulate.bernoulli import CascadeSpec, StepPlayer, generator
 from simulate.stats import ratio_estimate
 
 LEVEL = 0.999
@@ -22,7 +22,7 @@ LEVEL = 0.999
 def request_costs(cascade: Cascade, n_tokens: int, requests: int, seed: int) -> np.ndarray:
     """The cost of each of ``requests`` generations of ``n_tokens``: target steps played in
     order, the last step's surplus tokens dropped (its cost paid in full)."""
-    engine = Engine(CascadeSpec.of(cascade))
+    engine = StepPlayer(CascadeSpec.of(cascade))
     rng = generator(seed)
     out = np.empty(requests)
     tokens = cost = np.empty(0)
