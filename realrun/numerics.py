@@ -84,6 +84,12 @@ from simulate.decoder.interface import TokenModel
 from simulate.decoder.sampling import Decoding
 
 CPU_DTYPES = ("float32", "bfloat16", "float16")
+#: The arguments of :func:`measure_numerics` that :func:`search_settings` takes.
+_SETTINGS_ARGUMENTS = (
+    "device", "dtype", "threads", "backend", "max_new_tokens", "leniences", "decoding", "k_max",
+    "max_m", "repeats", "warmup", "screen_repeats", "exhaustive", "margin", "min_agreement",
+    "batch_invariance", "invariance_positions", "progress",
+)  # fmt: skip
 __all__ = ["CPU_DTYPES", "STAGES", "Measured", "NumericsTrial", "measure_numerics"]
 
 
@@ -396,26 +402,8 @@ def measure_numerics(
     on a CPU by the staged search of the module docstring (``batch_invariance``: the rule,
     ``strict`` or ``near-ties``, :mod:`realrun.invariance`); returns the family loaded in the
     chosen numerics with its model set (α measured in those numerics)."""
-    settings = search_settings(
-        device=device,
-        dtype=dtype,
-        threads=threads,
-        backend=backend,
-        max_new_tokens=max_new_tokens,
-        leniences=tuple(leniences),
-        decoding=decoding,
-        k_max=k_max,
-        max_m=2 * k_max if max_m is None else validate.count("max_m", max_m, minimum=1),
-        repeats=validate.count("repeats", repeats, minimum=1),
-        warmup=validate.count("warmup", warmup),
-        screen_repeats=validate.count("screen_repeats", screen_repeats, minimum=1),
-        exhaustive=exhaustive,
-        margin=validate.probability("margin", margin),
-        min_agreement=validate.probability("min_agreement", min_agreement),
-        rule=batch_invariance,
-        invariance_positions=validate.count("invariance_positions", invariance_positions, 1),
-        progress=progress,
-    )
+    given = locals()
+    settings = search_settings(**{name: given[name] for name in _SETTINGS_ARGUMENTS})
 
     def load(name: str) -> Family:
         return load_family(
@@ -437,14 +425,26 @@ def measure_numerics(
 
 
 def search_settings(
-    *, device: str, dtype: str, threads: int | str, backend: str, **given
+    *,
+    device: str,
+    dtype: str,
+    threads: int | str,
+    backend: str,
+    batch_invariance: str,
+    k_max: int,
+    max_m: int | None,
+    leniences: Sequence[float],
+    **given,
 ) -> SearchSettings:
     """The candidates (``"auto"``: every CPU dtype on transformers, every thread count
-    ``cores..1`` on a CPU) and the rest of ``given`` as :class:`SearchSettings`."""
-    if given["rule"] not in RULES:
+    ``cores..1`` on a CPU) and the rest of the arguments of :func:`measure_numerics`,
+    checked, as :class:`SearchSettings` (``max_m`` None: ``2·k_max``)."""
+    if batch_invariance not in RULES:
         raise ValueError(
-            f"batch_invariance must be one of {', '.join(RULES)}, got {given['rule']!r}"
+            f"batch_invariance must be one of {', '.join(RULES)}, got {batch_invariance!r}"
         )
+    given.update(rule=batch_invariance, k_max=k_max, leniences=tuple(leniences))
+    given["max_m"] = 2 * k_max if max_m is None else max_m
     on_cpu = backend == "llama.cpp" or select_device(device).type == "cpu"
     if threads == "auto":
         cores = os.cpu_count() or 1

@@ -98,6 +98,7 @@ def run_pipeline(
     dtype: str = "auto",
     threads: int | str = "auto",
     k_max: int = 12,
+    batch_invariance: str = "strict",
     leniences: Sequence[float] = (1.0, 2.0, 3.0, 5.0),
     model_set: ModelSet | None = None,
     K: object | None = None,
@@ -111,7 +112,8 @@ def run_pipeline(
     method on the held-out split (module docstring). ``K``/``lenience`` give the cascade
     instead of the recommendation (``K`` over all models, target first). ``backend``: see
     :func:`load_family`; on llama.cpp the transformers baselines (hf-*) are left out and AR
-    is the cascade decoder with the target alone."""
+    is the cascade decoder with the target alone. ``batch_invariance`` is the numerics
+    search's rule (``strict`` or ``near-ties``, :mod:`realrun.invariance`)."""
     decoding = Decoding() if decoding is None else decoding
     measuring, held = split_prompts(prompts, measure_prompts, limit)
     if model_set is None:
@@ -127,6 +129,7 @@ def run_pipeline(
             leniences=leniences,
             decoding=decoding,
             k_max=k_max,
+            batch_invariance=batch_invariance,
             names=names,
             progress=progress,
             backend=backend,
