@@ -269,6 +269,7 @@ class _Search:
             decoding=s.decoding,
             repeats=rounds,
             warmup=warmup,
+            ar_tokens=s.max_new_tokens,
             seed=seed,
             progress=s.progress,
         )

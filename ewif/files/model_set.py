@@ -4,7 +4,7 @@ This is the one exchange format of the project: ``realrun.measure`` writes it,
 ``csd recommend --from FILE``, ``csd evaluate FILE`` and ``csd simulate FILE`` read it,
 and the presets in ``ewif/files/presets/`` use it. JSON or YAML (by extension)::
 
-    schema: csd.models/5
+    schema: csd.models/6
     models: [target, base, small, mag]     # index 0 is the target, largest first
     cost: [1.0, 0.0227, 0.0070, 0.0]       # one forward pass relative to the target's
     cost_per_token: [0, 0, 0, 0]           # optional: pass cost = cost + cost_per_token·m
@@ -18,6 +18,8 @@ and the presets in ``ewif/files/presets/`` use it. JSON or YAML (by extension)::
                                            # paper's m
     row_cost: [0.0, 0.0011, 0.0004, 0.0]   # optional (/5): one logit row, which a catch-up
                                            # position does not return (ewif.kernel.pass_cost)
+    context_cost: {tokens: 420, ar_tokens: 412, ar_slope: 0.0006,   # optional (/6): c_i(m, L)
+                   slope: [[...], [...], [0.0]], span: [96, 1140]}  # (ewif.files.context_cost)
     bootstrap:                             # optional (/3): per-prompt evidence for intervals
       acceptance_by_prompt: {"1,0,1": [[23.0, 32], [19.0, 32]]}   # (ewif.predict.bootstrap)
       cost_curve_stderr: [[0.01, 0.012, 0.02, 0.02], [0.0004, 0.0005], [0.0001], [0.0]]
@@ -47,9 +49,12 @@ evidence behind the prediction intervals of :mod:`ewif.predict.bootstrap`; ``bat
 :mod:`ewif.predict.batch`);
 ``row_cost`` (``/5``: one number >= 0 per model) the cost of one logit row, which a catch-up
 position does not return (:mod:`ewif.kernel.pass_cost`, "Logit rows"; absent: 0, every pass priced
-at its ``c(m)``). ``csd.models/1`` (no curves), ``/2`` (no ``catch_up``, no ``bootstrap``),
-``/3`` (no ``batch_cost_curve``) and ``/4`` (no ``row_cost``) files still read, with the same
-meaning; files are written as ``csd.models/5``.
+at its ``c(m)``); ``context_cost`` (``/6``) how each curve moves with the cached context
+length (:class:`ewif.files.context_cost.ContextCost`; :func:`ewif.predict.context.at_context`
+prices one length; absent: one curve for every context). ``csd.models/1`` (no curves), ``/2`` (no
+``catch_up``, no ``bootstrap``), ``/3`` (no ``batch_cost_curve``), ``/4`` (no ``row_cost``)
+and ``/5`` (no ``context_cost``) files still read, with the same meaning; files are written
+as ``csd.models/6``.
 """
 
 from __future__ import annotations
@@ -66,14 +71,22 @@ import numpy as np
 from ewif.base import validate
 from ewif.files.batch_costs import BatchCosts
 from ewif.files.bootstrap_data import BootstrapData
+from ewif.files.context_cost import ContextCost
 from ewif.files.reading import read_data
 from ewif.kernel.cascade import Cascade
 from ewif.kernel.pass_cost import PassCost, relative_costs
 
-SCHEMA = "csd.models/5"
+SCHEMA = "csd.models/6"
 #: Readable schemas; /1: no cost_curve, /2: no catch_up or bootstrap, /3: no batch_cost_curve,
-#: /4: no row_cost.
-SCHEMAS = ("csd.models/1", "csd.models/2", "csd.models/3", "csd.models/4", SCHEMA)
+#: /4: no row_cost, /5: no context_cost.
+SCHEMAS = (
+    "csd.models/1",
+    "csd.models/2",
+    "csd.models/3",
+    "csd.models/4",
+    "csd.models/5",
+    SCHEMA,
+)
 #: The first schema that has each optional key.
 _SINCE = {
     "cost_curve": "csd.models/2",
@@ -82,6 +95,7 @@ _SINCE = {
     "batch_cost_curve": "csd.models/4",
     "batch_reevaluate_curve": "csd.models/4",
     "row_cost": "csd.models/5",
+    "context_cost": "csd.models/6",
 }
 
 
@@ -118,6 +132,7 @@ class ModelSet:
     bootstrap: BootstrapData | None = None
     batch_costs: BatchCosts | None = None
     row_cost: np.ndarray | None = None
+    context_cost: ContextCost | None = None
 
     def __post_init__(self) -> None:
         n1 = len(self.models)
@@ -174,6 +189,11 @@ class ModelSet:
             curves = self.cost_curve
             self.bootstrap.check(
                 n1, self.alpha.keys(), None if curves is None else [len(c) for c in curves]
+            )
+        if self.context_cost is not None and self.context_cost.n_models != n1:
+            raise ValueError(
+                f"context_cost must hold one slope per model ({n1}), got "
+                f"{self.context_cost.n_models}"
             )
         if self.batch_costs is not None and self.batch_costs.n_models != n1:
             raise ValueError(
@@ -275,6 +295,7 @@ class ModelSet:
             ),
             **({} if self.catch_up is None else {"catch_up": list(self.catch_up)}),
             **({} if self.row_cost is None else {"row_cost": self.row_cost.tolist()}),
+            **({} if self.context_cost is None else {"context_cost": self.context_cost.to_dict()}),
             "alpha": {f"{len_:g}": _matrix_out(m) for len_, m in sorted(self.alpha.items())},
         }
         if self.alpha_by_position:
@@ -324,6 +345,13 @@ class ModelSet:
             if data.get("row_cost") is None
             else validate.costs(f"{source}: row_cost", data["row_cost"]),
         }
+        try:
+            context = data.get("context_cost")
+            parsed["context_cost"] = (
+                None if context is None else ContextCost.from_dict(context, len(models))
+            )
+        except ValueError as exc:
+            raise ValueError(f"{source}: {exc}") from None
         try:
             boot, batched = data.get("bootstrap"), data.get("batch_cost_curve")
             again = data.get("batch_reevaluate_curve")

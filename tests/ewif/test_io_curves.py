@@ -38,7 +38,7 @@ def test_round_trip_with_curves(tmp_path, suffix):
     assert [c.tolist() for c in back.cost_curve] == CURVES
     assert back.cost.tolist() == ms.cost.tolist()
     assert back.pass_cost.at(0, 6) == pytest.approx(1.17)  # 1.09 + 2 * 0.04
-    assert back.to_dict()["schema"] == model_io.SCHEMA == "csd.models/5"
+    assert back.to_dict()["schema"] == model_io.SCHEMA == "csd.models/6"
 
 
 def test_old_schema_reads_with_the_same_meaning(tmp_path):
@@ -50,7 +50,7 @@ def test_old_schema_reads_with_the_same_meaning(tmp_path):
     old = model_io.load(path)
     assert old.cost_curve is None and old.pass_cost.kind == "affine"
     assert old.cost.tolist() == ms.cost.tolist()
-    assert model_io.save(old, tmp_path / "new.json").read_text().count('"csd.models/5"') == 1
+    assert model_io.save(old, tmp_path / "new.json").read_text().count('"csd.models/6"') == 1
     for name in names():  # the presets (csd.models/1 files) still read
         assert load_preset(name).cost_curve is None
 
@@ -59,7 +59,7 @@ def test_old_schema_reads_with_the_same_meaning(tmp_path):
     ("changes", "match"),
     [
         ({"schema": "csd.models/1"}, r"cost_curve needs schema 'csd.models/2'"),
-        ({"schema": "csd.models/6"}, "schema must be one of"),
+        ({"schema": "csd.models/7"}, "schema must be one of"),
         ({"schema": "csd.models/4", "row_cost": [0, 0.01, 0, 0]}, r"row_cost needs schema"),
         ({"schema": "csd.models/5", "row_cost": [0, -0.01, 0, 0]}, r"row_cost must hold finite"),
         ({"schema": "csd.models/5", "row_cost": [0, 0.01]}, r"row_cost must hold one cost per"),
