@@ -29,10 +29,12 @@ from realrun.books import ar_agreement, timing_agreement
 from realrun.family import load_family, set_threads
 from realrun.numerics import measure_numerics
 from realrun.prompts import Prompt, encode, load_prompts
+from realrun.run_context import context_predictions, run_context, timing_at
 from realrun.side_by_side import (
     Method,
     cascade_method,
     default_methods,
+    method_lengths,
     recommendation_record,
     recommended_method,
     run_side_by_side,
@@ -186,13 +188,17 @@ def run_pipeline(
         **results.metadata,
         "measuring_prompt_ids": [p.id for p in measuring],
         "held_out_prompt_ids": [p.id for p in held[: results.prompts]],
+        "held_out_context_tokens": [len(i) for i in ids[: results.prompts]],
         "dtype": family.dtype,
         "threads": torch.get_num_threads(),
         "backend": family.backend,
         "cpu": cpu_description(),
         "median_prediction_error": median_prediction_error(results),
-        **timing_diagnostics(results, model_set),
     }
+    meta.update(timing_diagnostics(replace(results, metadata=meta), model_set))
+    meta["context_predictions"] = context_predictions(
+        results, model_set, meta["held_out_context_tokens"]
+    )
     if rec is not None:
         meta["recommendation"] = recommendation_record(rec)
     return replace(results, metadata=meta)
@@ -216,19 +222,29 @@ def timing_diagnostics(results: Results, model_set: ModelSet) -> dict[str, dict]
     """How the run's pass times compare with the measuring phase's
     (:mod:`realrun.books`): ``timing_agreement`` for the passes the cost curves price (the
     autoregressive method's left out) and, where both phases timed autoregressive decoding,
-    ``ar_agreement`` for the reference that prices the rest."""
+    ``ar_agreement`` for the reference that prices the rest. With the model set's
+    ``context_cost`` and the held-out prompts' lengths (``metadata.held_out_context_tokens``)
+    both price the measuring phase's times at the run's mean context
+    (:mod:`realrun.run_context`, recorded as ``run_context_tokens``)."""
     run_ar_s = _ar_seconds(results)
+    timing = model_set.metadata.get("timing", {})
     timed_ar_s = model_set.metadata.get("ar_seconds_per_token")
-    out = {
-        "timing_agreement": timing_agreement(
-            results.metadata.get("in_run_pass_seconds", {}),
-            model_set.metadata.get("timing", {}),
-            run_ar_s,
-            timed_ar_s,
-            priced_by_ar=[] if results.autoregressive is None else [results.autoregressive.name],
-            row_seconds=_row_seconds(model_set),
-        )
-    }
+    out: dict = {}
+    prompts = results.metadata.get("held_out_context_tokens")
+    ar = results.autoregressive
+    if prompts and ar is not None and model_set.context_cost is not None:
+        length = run_context(prompts, method_lengths(results, ar.name))
+        moved = timing_at(model_set, length)
+        if moved is not None:
+            (timing, timed_ar_s), out["run_context_tokens"] = moved, length
+    out["timing_agreement"] = timing_agreement(
+        results.metadata.get("in_run_pass_seconds", {}),
+        timing,
+        run_ar_s,
+        timed_ar_s,
+        priced_by_ar=[] if ar is None else [ar.name],
+        row_seconds=_row_seconds(model_set),
+    )
     if run_ar_s and timed_ar_s:
         out["ar_agreement"] = ar_agreement(run_ar_s, timed_ar_s)
     return out
