@@ -64,6 +64,7 @@ from realrun.family import load_family, set_threads
 from realrun.measure import Costs, assemble_model_set, measure_acceptance
 from realrun.pipeline import cpu_description
 from realrun.prompts import Prompt, encode, load_prompts
+from realrun.run_context import run_context, timing_at
 from realrun.side_by_side import (
     default_methods,
     method_lengths,
@@ -188,20 +189,29 @@ def predictions(results, sets: dict[str, ModelSet], contexts: list[int]) -> dict
     return out
 
 
-def agreement(results, sets: dict[str, ModelSet], drift: float) -> dict:
+def agreement(results, sets: dict[str, ModelSet], drift: float, contexts: list[int]) -> dict:
     """Every unit's largest per-pass gap (sizes with >= 30 passes) between the run and the
-    measuring phase: in units of each phase's AR token, or for seconds over the drift."""
+    measuring phase: in units of each phase's AR token, or for seconds over the drift; the
+    unit now also priced at the run's mean context with c(m, L)."""
     run_ar = 1.0 / results.autoregressive.tokens_per_s
     in_run = results.metadata["in_run_pass_seconds"]
+    now = sets[UNITS[1]]
+    length = run_context(contexts, method_lengths(results, results.autoregressive.name))
+    moved = timing_at(now, length)
+    priced = {
+        unit: (ms.metadata["timing"], ms.metadata["ar_seconds_per_token"])
+        for unit, ms in sets.items()
+    }
+    if moved is not None:
+        priced["as the run decodes, c(m, L)"] = moved
     out = {}
-    for unit, ms in sets.items():
-        meta = ms.metadata
+    for unit, (timing, unit_s) in priced.items():
         seconds = unit == UNITS[2]
         rows = timing_agreement(
             in_run,
-            meta["timing"],
+            timing,
             None if seconds else run_ar,
-            None if seconds else meta["ar_seconds_per_token"],
+            None if seconds else unit_s,
             priced_by_ar=[results.autoregressive.name],
         )
         gaps = {
@@ -301,7 +311,17 @@ def main(argv: list[str] | None = None) -> int:
     acceptance, costs = measure(family, measuring, args, decoding)
     probe = pass_probe(family.chain[0])
     ids = [encode(q, family.tokenizer) for q in held]
-    measured_probe = costs.family.probes[UNITS[2]]
+    # the drift probe: the target's one-token passes after the two shortest measuring prompts,
+    # in the rounds that timed them and again just before and after the run
+    shortest = sorted((encode(q, family.tokenizer) for q in measuring), key=len)[:2]
+    rounds = [
+        r
+        for r, length in enumerate(costs.family.ar_contexts)
+        if length in {len(x) for x in shortest}
+    ]
+    n, s = costs.family.probes[UNITS[2]]
+    rounds = rounds or list(range(len(n)))
+    measured_probe = sum(s[r] for r in rounds) / sum(n[r] for r in rounds)
     sets = unit_model_sets(family.names, acceptance, costs)
     now = sets[UNITS[1]]
     csd = recommended_method(recommend(now, k_max=args.k_max))
@@ -310,7 +330,7 @@ def main(argv: list[str] | None = None) -> int:
         for m in default_methods(now, [], csd=csd, k_max=args.k_max)
         if not m.kind.startswith("hf-")
     ]
-    before = probe_run(probe, ids[:2])
+    before = probe_run(probe, shortest)
     results = run_side_by_side(
         methods,
         {m.name: m for m in family.chain},
@@ -322,8 +342,8 @@ def main(argv: list[str] | None = None) -> int:
         device=f"cpu ({family.dtype}, {args.threads} threads)",
         family=label,
     )
-    after = probe_run(probe, ids[:2])
-    drift = ((before + after) / 2) / (sum(measured_probe[1]) / sum(measured_probe[0]))
+    after = probe_run(probe, shortest)
+    drift = ((before + after) / 2) / measured_probe
     run_ar = 1.0 / results.autoregressive.tokens_per_s
     record = {
         "family": label,
@@ -335,14 +355,17 @@ def main(argv: list[str] | None = None) -> int:
         "rounds": args.repeats,
         "units": [*UNITS, "as the run decodes, c(m, L)"],
         "drift": {
-            "probe_measuring_s": sum(measured_probe[1]) / sum(measured_probe[0]),
+            "probe_measuring_s": measured_probe,
             "probe_run_s": [before, after],
             "factor": drift,
         },
         "stretch_tokens_per_call": list(costs.family.probes[UNITS[0]][0]),
         "run_tokens_per_call": list(costs.family.ar_tokens),
         "predictions": predictions(results, sets, [len(i) for i in ids]),
-        "agreement": agreement(results, sets, drift),
+        "agreement": agreement(results, sets, drift, [len(i) for i in ids]),
+        "run_context_tokens": run_context(
+            [len(i) for i in ids], method_lengths(results, results.autoregressive.name)
+        ),
         "ar": {
             unit: {
                 "timed_s": ms.metadata["ar_seconds_per_token"],

@@ -46,10 +46,11 @@ and checks every one (the baseline of ``benchmarks/numerics_search.py``).
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 
 import torch
@@ -159,6 +160,16 @@ class _Search:
     labels: dict[str, str] = field(default_factory=dict)  # requested dtype -> family.dtype
     candidates: list[_Candidate] = field(default_factory=list)
     best: _Candidate | None = None
+    seconds: dict[str, float] = field(default_factory=dict)  # wall time by kind of work
+
+    @contextlib.contextmanager
+    def timed(self, work: str) -> Iterator[None]:
+        """Add the block's wall time to ``seconds[work]``."""
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds[work] = self.seconds.get(work, 0.0) + time.perf_counter() - start
 
     # ------------------------------------------------------------------ families
     def family(self, dtype: str) -> Family:
@@ -169,7 +180,8 @@ class _Search:
             for name in [d for d in self.families if d != keep]:
                 del self.families[name]
             gc.collect()
-            self.families[dtype] = self.load(dtype)
+            with self.timed("load"):
+                self.families[dtype] = self.load(dtype)
             self.labels[dtype] = self.families[dtype].dtype
         return self.families[dtype]
 
@@ -191,26 +203,28 @@ class _Search:
             context = encode(self.measuring[0], family.tokenizer)
             for t in s.counts:
                 set_threads(family, t)
-                self.quick[(dtype, t)] = {
-                    m.name: list(time_passes(m, context, QUICK_M, s.screen_repeats, 1).seconds)
-                    for m in family.chain
-                    if isinstance(m, TokenModel)
-                }
+                with self.timed("quick look"):
+                    self.quick[(dtype, t)] = {
+                        m.name: list(time_passes(m, context, QUICK_M, s.screen_repeats, 1).seconds)
+                        for m in family.chain
+                        if isinstance(m, TokenModel)
+                    }
 
     def measure_alpha(self, dtype: str) -> None:
         """Stage 1 (and at the end, when another dtype won): α in ``dtype``."""
         s = self.settings
         family = self.family(dtype)
         set_threads(family, max(s.counts))
-        self.acceptance = measure_acceptance(
-            family.chain,
-            [encode(p, family.tokenizer) for p in self.measuring],
-            max_new_tokens=s.max_new_tokens,
-            leniences=s.leniences,
-            decoding=s.decoding,
-            eos_token_id=family.tokenizer.eos_token_id,
-            progress=s.progress,
-        )
+        with self.timed("alpha"):
+            self.acceptance = measure_acceptance(
+                family.chain,
+                [encode(p, family.tokenizer) for p in self.measuring],
+                max_new_tokens=s.max_new_tokens,
+                leniences=s.leniences,
+                decoding=s.decoding,
+                eos_token_id=family.tokenizer.eos_token_id,
+                progress=s.progress,
+            )
         self.alpha_dtype = family.dtype
 
     def order_by_bound(self) -> None:
@@ -258,10 +272,16 @@ class _Search:
     def measure_curve(self, c: _Candidate, rounds: int, warmup: int, seed: int) -> None:
         """Stages 3 and 5: ``rounds`` more timing rounds of the family's passes and AR
         (:func:`realrun.measure.measure_costs`), pooled with the candidate's earlier ones."""
-        s = self.settings
         family = self.family_of(c)
         assert self.acceptance is not None
-        more = measure_costs(
+        with self.timed("curves"):
+            more = self._costs(family, rounds, warmup, seed)
+        c.costs = more if c.costs is None else c.costs.merged(more)
+
+    def _costs(self, family: Family, rounds: int, warmup: int, seed: int) -> Costs:
+        s = self.settings
+        assert self.acceptance is not None
+        return measure_costs(
             family.chain,
             self.acceptance.contexts,
             max_m=s.max_m,
@@ -273,7 +293,6 @@ class _Search:
             seed=seed,
             progress=s.progress,
         )
-        c.costs = more if c.costs is None else c.costs.merged(more)
 
     def scored(self, c: _Candidate, stage: str) -> NumericsTrial:
         """The candidate's trial at ``stage``: the recommendation on its curves so far."""
@@ -318,9 +337,10 @@ class _Search:
         family = self.family_of(c)
         assert self.acceptance is not None and c.trial is not None
         s = self.settings
-        inv = batch_invariance(
-            family.chain[0], self.acceptance.contexts, m=4, max_positions=s.invariance_positions
-        )
+        with self.timed("batch invariance"):
+            inv = batch_invariance(
+                family.chain[0], self.acceptance.contexts, m=4, max_positions=s.invariance_positions
+            )
         c.trial = replace(c.trial, invariance=inv)
         return bool(c.trial.eligible)
 
@@ -363,6 +383,7 @@ class _Search:
             "batch_invariance_rule": self.settings.rule,
             "numerics_trials": [t.to_dict() for t in trials] if searched else [],
             "numerics_choice": "\n".join(lines) if searched else "given",
+            "numerics_seconds": {**self.seconds, "total": time.perf_counter() - started},
         }
         return Measured(
             family,
