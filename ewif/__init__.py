@@ -34,9 +34,8 @@ _HOMES = {
     "TreeCascade": "ewif.kernel.tree_cascade",
     **dict.fromkeys(("BestTree", "best_tree", "best_trees"), "ewif.search.best_tree"),
     "optimize_trees": "ewif.search.tree_search",
-    **dict.fromkeys(
-        ("Configuration", "OptimizeResult", "best_sd", "optimize"), "ewif.search.optimizer"
-    ),
+    "Configuration": "ewif.base.configuration",
+    **dict.fromkeys(("OptimizeResult", "best_sd", "optimize"), "ewif.search.optimizer"),
     "landscape_around": "ewif.search.landscape",
     "paper_bounds": "ewif.search.space",
 }

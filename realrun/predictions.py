@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from ewif.base.configuration import Configuration
 from ewif.files.model_set import ModelSet
 from ewif.files.results import Results
 from ewif.files.tree_config import TreeConfig
@@ -30,7 +31,8 @@ def method_intervals(results: Results, model_set: ModelSet) -> dict[str, dict]:
     chains = [m for m in chosen if not is_tree_config(m.config)]
     trees = [m for m in chosen if is_tree_config(m.config)]
     configs = [
-        (m.config["models"], np.array(m.config["K"]), m.config["lenience"], None) for m in chains
+        Configuration(m.config["models"], np.array(m.config["K"]), m.config["lenience"])
+        for m in chains
     ]
     found = prediction_intervals(
         model_set,

@@ -23,13 +23,20 @@ from ewif.files.model_set import ModelSet
 from ewif.files.tree_config import TreeConfig
 from ewif.files.tree_models import tree_cascade
 from ewif.kernel.cascade import Cascade
-from ewif.search.tree_search import RankedTree, TreeSearchResult
+from ewif.search.tree_search import RankedTree, TreeBounds, TreeSearchResult, optimize_trees
 from realrun.methods import Method, cascade_method
 from simulate.decoder.cascade import CascadeDecoder
 from simulate.decoder.sampling import Decoding
 from simulate.decoder.tree import TreeDecoder
 
-__all__ = ["method_cascade", "tree_decoder", "tree_method", "tree_methods", "tree_record"]
+__all__ = [
+    "method_cascade",
+    "tree_decoder",
+    "tree_method",
+    "tree_methods",
+    "tree_record",
+    "tree_search",
+]
 
 
 def tree_method(config: TreeConfig) -> Method:
@@ -53,6 +60,15 @@ def tree_method(config: TreeConfig) -> Method:
         name += " siblings " + ",".join(f"{m}:{s}" for m, s in siblings.items())
     base = cascade_method(name, "csd", config.models, config.K, config.lenience)
     return Method(base.name, "csd", base.models, base.K, base.lenience, tree=config)
+
+
+def tree_search(
+    model_set: ModelSet, k_max: int, bounds: TreeBounds | None = None
+) -> TreeSearchResult:
+    """The exact tree search (:func:`~ewif.search.tree_search.optimize_trees`) on the
+    measured ``model_set``; default ``bounds``: budgets ``0..min(k_max, 8)``."""
+    bounds = bounds or TreeBounds(k_max=min(k_max, TreeBounds().k_max))
+    return optimize_trees(model_set, bounds=bounds)
 
 
 def tree_methods(search: TreeSearchResult, existing: Sequence[Method]) -> list[Method]:
@@ -102,7 +118,7 @@ def method_cascade(model_set: ModelSet, method: Method) -> Cascade:
     (:func:`~ewif.files.tree_models.tree_cascade`) or its chain's."""
     if method.tree is not None:
         return tree_cascade(model_set, method.tree)
-    return model_set.to_cascade(method.models, np.array(method.K), method.lenience)
+    return model_set.to_cascade(method.configuration)
 
 
 def tree_decoder(method: Method, chain: Sequence, decoding: Decoding, seed: int) -> CascadeDecoder:

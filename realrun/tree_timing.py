@@ -21,13 +21,21 @@ import random
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
+from tqdm.auto import tqdm
 
 from ewif.base import validate
+from realrun.prompts import encode
 from realrun.timing import PassTiming, grid
 
-__all__ = ["TreePassTiming", "bushy_parents", "time_tree_passes"]
+if TYPE_CHECKING:
+    from ewif.files.model_set import ModelSet
+    from realrun.family import Family
+    from realrun.prompts import Prompt
+
+__all__ = ["TreePassTiming", "bushy_parents", "time_tree_passes", "tree_pass_timing"]
 
 
 def bushy_parents(nodes: int) -> list[int]:
@@ -132,3 +140,16 @@ def _first_children(parents: Sequence[int]) -> list[int]:
             return path
         path.append(nxt)
         v = nxt
+
+
+def tree_pass_timing(
+    family: Family, measuring: Sequence[Prompt], model_set: ModelSet, progress: bool = True
+) -> dict:
+    """Tree-shaped against chain-shaped passes of every neural model of ``family`` on the
+    measuring prompts, up to the curves' largest ``m`` (:func:`time_tree_passes`)."""
+    neural = [m for m in family.chain if hasattr(m, "tree_logits")]
+    max_m = max(c.size for c in model_set.cost_curve) if model_set.cost_curve else 2
+    contexts = [encode(p, family.tokenizer) for p in measuring]
+    with tqdm(total=6, desc="tree passes", unit="round", disable=not progress) as bar:
+        found = time_tree_passes(neural, contexts, max(max_m, 2), progress=bar.update)
+    return {name: t.to_dict() for name, t in found.items()}

@@ -30,6 +30,7 @@ import random
 from collections.abc import Mapping, Sequence
 
 from ewif.base.tree_checks import rank_acceptance, tree_parents, tree_ranks
+from simulate.contract import is_leaf
 from simulate.fed_positions import FedPositions, Price
 
 __all__ = ["TreeSteps"]
@@ -164,7 +165,7 @@ class TreeSteps(FedPositions):
         for j, b in enumerate(self.K[0], start=1):
             if b == 0:
                 continue
-            if self._leaf(j):
+            if is_leaf(self.K, j):
                 for _ in range(b):
                     self._pass(j, context + draft, 1)
                     draft.append(self._token())

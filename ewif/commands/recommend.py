@@ -32,7 +32,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--from",
         dest="from_file",
         metavar="FILE",
-        help="csd.models/1-5 model-set file (JSON or YAML), e.g. written by realrun",
+        help="csd.models/1-6 model-set file (JSON or YAML), e.g. written by realrun",
     )
     parser.add_argument(
         "--space",
@@ -55,6 +55,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--fill", choices=("tokens", "rounds"), default="tokens")
     parser.add_argument("--top", type=int, default=5, help="rows of the ranked table")
+    parser.add_argument(
+        "--mix",
+        metavar="NAME=W,...",
+        help="the best configuration for a workload of these categories (shares of the "
+        "generated tokens, e.g. writing=0.5,code=0.3,rag=0.2), priced by Theorem MX from the "
+        "set's alpha per category (csd.models/6)",
+    )
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     parser.add_argument(
         "--plot", metavar="PATH", help="write STEM-landscape.SUF and STEM-decay.SUF (png/svg/pdf)"
@@ -99,6 +106,10 @@ def run(args: argparse.Namespace) -> int:
     from ewif.search.recommendation import load_model_set, recommend
 
     ms, where = load_model_set(args.preset, args.from_file)
+    if args.mix:
+        if args.tree:
+            raise ValueError("--mix does not combine with --tree")
+        return _run_mix(args, ms, where)
     if args.top < 1:
         raise ValueError(f"--top must be an integer >= 1, got {args.top}")
     limits.at_most("--top", args.top, limits.MAX_TOP, "rows")
@@ -192,6 +203,42 @@ def _tree(args: argparse.Namespace, ms, where: str) -> int:
     )
     out = search_report(result, where)
     print(json.dumps(out, indent=2) if args.json else search_lines(out))
+    return 0
+
+
+def _run_mix(args: argparse.Namespace, ms, where: str) -> int:
+    """``--mix``: the certified best configuration on the mix (:mod:`ewif.search.mix`), α per
+    category and the interval resampling prompts within categories (:mod:`ewif.predict.mix`)."""
+    from ewif.files.categories import parse_mix
+    from ewif.predict.mix import mix_intervals
+    from ewif.search.mix import alpha_by_category_table, recommend_mix
+
+    mix = parse_mix(args.mix).checked(ms.categories)
+    rec = recommend_mix(
+        ms,
+        mix,
+        space=args.space,
+        k_max=args.k_max,
+        mag_block=args.mag_block,
+        leniences=args.lenience,
+        fill=args.fill,
+    )
+    out = {"source": where, **rec.to_dict()}
+    if all(ms.categories[n].n_prompts >= 2 for n in mix.used):
+        best = rec.best
+        (iv,) = mix_intervals(ms, mix, [(best.models, best.K, best.lenience)], fill=args.fill)
+        out["interval"] = {"level": iv.level, "low": iv.low, "high": iv.high}
+    if args.json:
+        print(json.dumps(out, indent=2))
+        return 0
+    lines = [f"csd recommend --mix — {where}", *rec.lines()]
+    if "interval" in out:
+        iv = out["interval"]
+        lines.append(
+            f"  {100 * iv['level']:.0f}% interval: [{iv['low']:.4f}, {iv['high']:.4f}] "
+            "(bootstrap over the measuring prompts, within categories)"
+        )
+    print("\n".join([*lines, "", alpha_by_category_table(ms, mix.weights)]))
     return 0
 
 

@@ -18,6 +18,8 @@ and the presets in ``ewif/files/presets/`` use it. JSON or YAML (by extension)::
                                            # paper's m
     row_cost: [0.0, 0.0011, 0.0004, 0.0]   # optional (/5): one logit row, which a catch-up
                                            # position does not return (ewif.kernel.pass_cost)
+    context_cost: {tokens: 420, ar_tokens: 412, ar_slope: 0.0006,   # optional (/6): c_i(m, L)
+                   slope: [[...], [...], [0.0]], span: [96, 1140]}  # (ewif.files.context_cost)
     bootstrap:                             # optional (/3): per-prompt evidence for intervals
       acceptance_by_prompt: {"1,0,1": [[23.0, 32], [19.0, 32]]}   # (ewif.predict.bootstrap)
       cost_curve_stderr: [[0.01, 0.012, 0.02, 0.02], [0.0004, 0.0005], [0.0001], [0.0]]
@@ -34,26 +36,17 @@ and the presets in ``ewif/files/presets/`` use it. JSON or YAML (by extension)::
     alpha_by_position: {"0,1": [0.8, 0.74, ...]}   # optional, measured decay curves
     rank_acceptance:                       # optional (/6): p_1..p_R of ranked candidates
       vectors: {"1,0,1": [0.73, 0.08]}     # (ewif.files.rank_acceptance; p_1 = alpha)
+    alpha_by_category: {rag: {alpha: ..., acceptance_by_prompt: ...}}   # optional (/6)
     cascade: {models: [target, base, mag], K: [[2, 10], [0, 10]], lenience: 3}  # optional
     metadata: {source: "...", notes: "..."}
 
-``alpha`` may also be a single matrix, meaning lenience 1. With ``cost_curve`` (schema
-``csd.models/2``) every pass is priced by the curves (:mod:`ewif.kernel.pass_cost`); ``cost`` may
-then be omitted (it is the curves' ``m = 1`` values, and must equal them when given) and
-``cost_per_token`` must be absent or zero. ``catch_up`` (schema ``csd.models/3``, one
-boolean per model, default all false) marks the models whose passes are priced with their
-catch-up pass (:mod:`ewif.kernel.catch_up`); ``bootstrap`` (``/3``) carries the per-prompt
-evidence behind the prediction intervals of :mod:`ewif.predict.bootstrap`; ``batch_cost_curve``
-(``/4``: batch size -> one curve per model) the measured cost of one pass over ``B`` rows of
-``m`` positions each (:class:`ewif.files.batch_costs.BatchCosts`, priced by
-:mod:`ewif.predict.batch`);
-``row_cost`` (``/5``: one number >= 0 per model) the cost of one logit row, which a catch-up
-position does not return (:mod:`ewif.kernel.pass_cost`, "Logit rows"; absent: 0, every pass priced
-at its ``c(m)``). ``csd.models/1`` (no curves), ``/2`` (no ``catch_up``, no ``bootstrap``),
-``/3`` (no ``batch_cost_curve``), ``/4`` (no ``row_cost``) and ``/5`` (no ``rank_acceptance``:
-every pair's vector is ``(alpha,)``, a chain) files still read, with the same meaning;
-``rank_acceptance`` (``/6``) holds the acceptance of each pair's ranked candidates that token
-trees need (:mod:`ewif.files.rank_acceptance`); files are written as ``csd.models/6``.
+``alpha`` may also be a single matrix, meaning lenience 1. With ``cost_curve`` every pass is
+priced by the curves (:mod:`ewif.kernel.pass_cost`); ``cost`` may then be omitted (the curves'
+``m = 1`` values) and ``cost_per_token`` must be absent or zero. Each optional key's parser and
+meaning live in the module named beside it; docs/files.md describes every field. Files of
+``csd.models/1`` to ``/5`` still read, the same (a key newer than the file's schema is refused:
+``_SINCE``); a ``/5`` file's pairs are chains, ``rank_acceptance`` ``(alpha,)``. Files are written
+as ``csd.models/6``.
 """
 
 from __future__ import annotations
@@ -68,8 +61,11 @@ from typing import Any
 import numpy as np
 
 from ewif.base import validate
+from ewif.base.configuration import Configuration
 from ewif.files.batch_costs import BatchCosts
 from ewif.files.bootstrap_data import BootstrapData
+from ewif.files.categories import CategoryAcceptance
+from ewif.files.context_cost import ContextCost
 from ewif.files.rank_acceptance import RankAcceptance
 from ewif.files.reading import read_data
 from ewif.kernel.cascade import Cascade
@@ -77,7 +73,7 @@ from ewif.kernel.pass_cost import PassCost, relative_costs
 
 SCHEMA = "csd.models/6"
 #: Readable schemas; /1: no cost_curve, /2: no catch_up or bootstrap, /3: no batch_cost_curve,
-#: /4: no row_cost, /5: no rank_acceptance.
+#: /4: no row_cost, /5: no rank_acceptance, alpha_by_category or context_cost.
 SCHEMAS = (
     "csd.models/1",
     "csd.models/2",
@@ -96,16 +92,9 @@ _SINCE = {
     "row_cost": "csd.models/5",
     "rank_acceptance": "csd.models/6",
     "tree": "csd.models/6",  # a token-tree configuration (ewif.files.tree_config)
+    "alpha_by_category": "csd.models/6",
+    "context_cost": "csd.models/6",
 }
-
-
-@dataclass(frozen=True)
-class CascadeChoice:
-    """A chosen configuration inside a model set: which models (target first), K, lenience."""
-
-    models: tuple[str, ...]
-    K: np.ndarray
-    lenience: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -127,7 +116,7 @@ class ModelSet:
     cost_per_token: np.ndarray
     alpha: dict[float, np.ndarray]
     alpha_by_position: dict[tuple[int, int], np.ndarray] = field(default_factory=dict)
-    cascade: CascadeChoice | None = None
+    cascade: Configuration | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
     cost_curve: tuple[np.ndarray, ...] | None = None
     catch_up: tuple[bool, ...] | None = None
@@ -135,6 +124,8 @@ class ModelSet:
     batch_costs: BatchCosts | None = None
     row_cost: np.ndarray | None = None
     rank_acceptance: RankAcceptance | None = None
+    categories: CategoryAcceptance | None = None
+    context_cost: ContextCost | None = None
 
     def __post_init__(self) -> None:
         n1 = len(self.models)
@@ -194,6 +185,10 @@ class ModelSet:
             )
         if self.rank_acceptance is not None:
             self.rank_acceptance.check(self.alpha)
+        if self.categories is not None:
+            self.categories.check(n1, self.alpha.keys())
+        if self.context_cost is not None and self.context_cost.n_models != n1:
+            raise ValueError(f"context_cost must hold one slope per model ({n1})")
         if self.batch_costs is not None and self.batch_costs.n_models != n1:
             raise ValueError(
                 f"batch_cost_curve must hold one curve per model ({n1}) at every batch size, "
@@ -214,17 +209,22 @@ class ModelSet:
 
     def to_cascade(
         self,
-        models: Sequence[str] | None = None,
+        models: Configuration | Sequence[str] | None = None,
         K: object | None = None,
         lenience: float | None = None,
         fill: str = "tokens",
         catch_up: object | None = None,
     ) -> Cascade:
         """The cascade of ``models`` (target first; default: the set's ``cascade`` section or
-        all its models) with budgets ``K`` at ``lenience`` (default 1, or the section's);
+        all its models) with budgets ``K`` at ``lenience`` (default 1, or the section's), or
+        of a whole :class:`~ewif.base.configuration.Configuration` given as ``models``;
         ``catch_up`` one flag per chosen model (default: the set's flags, if it has any);
         the set's ``row_cost`` (if any) prices the catch-up positions' missing rows."""
         choice = self.cascade
+        if isinstance(models, Configuration):
+            if K is not None or lenience is not None:
+                raise TypeError("give a Configuration, or models with K and lenience, not both")
+            choice, models = models, None
         if models is None and choice is not None:
             models = choice.models
         if K is None:
@@ -234,16 +234,7 @@ class ModelSet:
         if lenience is None:
             lenience = choice.lenience if choice is not None else 1.0
         models = tuple(self.models if models is None else models)
-        idx = [self.index(m) for m in models]
-        if idx[0] != 0:
-            raise ValueError(
-                f"models must start with the target {self.models[0]!r}, got {models[0]!r}"
-            )
-        if sorted(idx) != idx or len(set(idx)) != len(idx):
-            raise ValueError(
-                f"models must be distinct and ordered largest first as in the set "
-                f"{list(self.models)}, got {list(models)}"
-            )
+        idx = self.indices(models)
         lenience = self.checked_lenience(lenience)
         ix = np.asarray(idx)
         curves = self.cost_curve
@@ -275,6 +266,18 @@ class ModelSet:
             )
         return lenience
 
+    def indices(self, models: Sequence[str]) -> list[int]:
+        """The set's indices of a cascade's ``models``: the target first, then distinct
+        drafters in the set's order (``ValueError`` otherwise)."""
+        idx = [self.index(m) for m in models]
+        if idx[0] != 0:
+            raise ValueError(
+                f"models must start with the target {self.models[0]!r}, got {models[0]!r}"
+            )
+        if sorted(set(idx)) != idx:
+            raise ValueError(f"models must be distinct, in the order {list(self.models)}: {models}")
+        return idx
+
     def index(self, name: str) -> int:
         try:
             return self.models.index(name)
@@ -294,6 +297,7 @@ class ModelSet:
             ),
             **({} if self.catch_up is None else {"catch_up": list(self.catch_up)}),
             **({} if self.row_cost is None else {"row_cost": self.row_cost.tolist()}),
+            **({} if self.context_cost is None else {"context_cost": self.context_cost.to_dict()}),
             "alpha": {f"{len_:g}": _matrix_out(m) for len_, m in sorted(self.alpha.items())},
         }
         if self.alpha_by_position:
@@ -306,6 +310,8 @@ class ModelSet:
                 "K": self.cascade.K.tolist(),
                 "lenience": self.cascade.lenience,
             }
+        if self.categories is not None:
+            out["alpha_by_category"] = self.categories.to_dict()
         if self.bootstrap is not None:
             out["bootstrap"] = self.bootstrap.to_dict()
         if self.rank_acceptance is not None:
@@ -351,11 +357,16 @@ class ModelSet:
             if again is not None and batched is None:
                 raise ValueError("batch_reevaluate_curve needs batch_cost_curve")
             ranks = data.get("rank_acceptance")
+            kinds, context = data.get("alpha_by_category"), data.get("context_cost")
             return cls(
                 **parsed,
                 bootstrap=None if boot is None else BootstrapData.from_dict(boot),
                 batch_costs=None if batched is None else BatchCosts.from_dict(batched, again),
                 rank_acceptance=None if ranks is None else RankAcceptance.from_dict(ranks),
+                categories=None if kinds is None else CategoryAcceptance.from_dict(kinds),
+                context_cost=None
+                if context is None
+                else ContextCost.from_dict(context, len(models)),
             )
         except ValueError as exc:
             raise ValueError(f"{source}: {exc}") from None
@@ -429,7 +440,7 @@ def _pair(key: str) -> tuple[int, int]:
     return r, j
 
 
-def _choice_in(raw: Any, source: str) -> CascadeChoice | None:
+def _choice_in(raw: Any, source: str) -> Configuration | None:
     """The file's ``cascade`` section (None when it has none)."""
     if raw is None:
         return None
@@ -440,7 +451,7 @@ def _choice_in(raw: Any, source: str) -> CascadeChoice | None:
         raise ValueError(
             f"{source}: cascade.models must be a non-empty list of names, got {names!r}"
         )
-    return CascadeChoice(
+    return Configuration(
         models=tuple(names),
         K=validate.counts(f"{source}: cascade.K", raw["K"]),
         lenience=validate.cost(f"{source}: cascade.lenience", raw.get("lenience", 1.0)),

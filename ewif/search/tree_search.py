@@ -39,7 +39,7 @@ from ewif.kernel.review_call import review_call
 from ewif.kernel.tree import Tree, tree_call
 from ewif.kernel.tree_cascade import TreeCascade
 from ewif.search.best_tree import best_trees
-from ewif.search.catch_up_search import bounding_set, catch_up_flags
+from ewif.search.catch_up_search import bounding_set, resolved_catch_up
 from ewif.search.tree_space import block_options, empty_block, target_values
 
 __all__ = ["RankedTree", "TreeBounds", "TreeSearchResult", "optimize_trees"]
@@ -118,7 +118,7 @@ def optimize_trees(
     started = time.perf_counter()
     bounds = TreeBounds() if bounds is None else bounds
     top = validate.count("top", top, minimum=1)
-    search = _Search(model_set, bounds, leniences, fill, catch_up_flags(model_set, catch_up))
+    search = _Search(model_set, bounds, leniences, fill, resolved_catch_up(model_set, catch_up))
     rows = max(_FIRST_ROUND, top)
     exact: dict[tuple, RankedTree] = {}
     for config in search.target_trees():

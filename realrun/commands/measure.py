@@ -54,7 +54,9 @@ def add_model_arguments(parser: argparse.ArgumentParser, models_nargs: str = "+"
     parser.add_argument(
         "--prompts",
         default="all",
-        help="shipped set (gsm8k_style, mmlu_style, code, all) or a JSONL file",
+        help="shipped set (all: ten categories dealt in turn; classic; or one of "
+        "gsm8k_style, mmlu_style, code, writing, translation, summary, qa, reasoning, rag, "
+        "edit) or a JSONL file",
     )
     parser.add_argument("--max-new-tokens", type=int, default=32)
     parser.add_argument("--temperature", type=float, default=0.0, help="0 = greedy")
@@ -70,6 +72,18 @@ def add_model_arguments(parser: argparse.ArgumentParser, models_nargs: str = "+"
         type=threads_arg,
         default="auto",
         help="torch CPU threads: auto (measured) or a number",
+    )
+    parser.add_argument(
+        "--batch-invariance",
+        choices=("strict", "near-ties"),
+        default="strict",
+        help="which numerics may serve greedy speculative decoding (--dtype/--threads auto): "
+        "strict (default) keeps only candidates whose multi-position target pass makes the "
+        "same greedy choices as single passes, so outputs equal AR's token for token, at the "
+        "price of excluding a faster dtype that flips a near-tie; near-ties also admits "
+        "flips within 2 rounding steps of the dtype (one bfloat16 step at a logit of 20 is "
+        "0.125): the faster dtype may win, and a greedy output may then differ from AR's at "
+        "such a near-tie (it follows the verifying pass)",
     )
     parser.add_argument("--k-max", type=int, default=12, help="largest K entry searched")
     parser.add_argument(
@@ -144,13 +158,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def model_options(args: argparse.Namespace) -> dict[str, Any]:
     """The options of :func:`add_model_arguments` as ``measure_numerics`` and
     ``run_pipeline`` take them: the family (``mag``, ``bigram``, ``backend``), its numerics
-    (``device``, ``dtype``, ``threads``), the decoding (``--temperature``/``--top-p``),
-    ``max_new_tokens``, ``k_max`` and ``progress`` (``--progress``/``--no-progress``, else
-    bars only when stderr is a terminal)."""
+    (``device``, ``dtype``, ``threads``, the ``batch_invariance`` rule), the decoding
+    (``--temperature``/``--top-p``), ``max_new_tokens``, ``k_max`` and ``progress``
+    (``--progress``/``--no-progress``, else bars only when stderr is a terminal)."""
     from simulate.decoder.sampling import Decoding
 
     names = ("mag", "bigram", "backend", "device", "dtype", "threads", "max_new_tokens", "k_max")
     return {name: getattr(args, name) for name in names} | {
+        "batch_invariance": args.batch_invariance,
         "decoding": Decoding(args.temperature, args.top_p),
         "progress": sys.stderr.isatty() if args.progress is None else args.progress,
     }
@@ -164,6 +179,7 @@ def run(args: argparse.Namespace) -> int:
     from transformers.utils import logging as hf_logging
 
     from ewif.files import model_set as model_io
+    from realrun.categories import with_categories
     from realrun.numerics import measure_numerics
     from realrun.pipeline import split_prompts
     from realrun.results_tables import format_model_set
@@ -179,7 +195,7 @@ def run(args: argparse.Namespace) -> int:
         warmup=args.warmup,
         **model_options(args),
     )
-    model_set = measured.model_set
+    model_set = with_categories(measured.model_set, measuring)  # α per category too
     if args.batch_sizes:
         model_set = _with_batch_costs(model_set, measured.family, measuring, args)
     model_io.save(model_set, args.output)
