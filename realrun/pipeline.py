@@ -342,7 +342,10 @@ def timing_diagnostics(results: Results, model_set: ModelSet) -> dict[str, dict]
     ar = results.autoregressive
     if prompts and ar is not None and model_set.context_cost is not None:
         length = run_context(prompts, method_lengths(results, ar.name))
-        moved = timing_at(model_set, length)
+        try:
+            moved = timing_at(model_set, length)
+        except ValueError as exc:  # a context the fit does not admit: one curve, as before
+            moved, out["run_context_unpriced"] = None, str(exc)
         if moved is not None:
             (timing, timed_ar_s), out["run_context_tokens"] = moved, length
     out["timing_agreement"] = timing_agreement(
