@@ -168,6 +168,9 @@ class LlamaCppTokenModel(CachedTokenModel):
         cparams = lib.llama_context_default_params()
         cparams.n_ctx = self.n_ctx
         cparams.n_batch = self.n_ctx  # any pass fits one llama_decode
+        # llama.cpp reserves a batch of one output token per sequence: no more sequences than
+        # the context's positions and outputs (it aborts otherwise)
+        self.tree_sequences = min(self.tree_sequences, self.n_ctx, self.max_outputs)
         cparams.n_seq_max = self.tree_sequences
         cparams.kv_unified = True  # a sequence copy only tags cells (module docstring)
         cparams.n_outputs_max = min(self.max_outputs, self.n_ctx)
