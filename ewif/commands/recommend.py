@@ -79,6 +79,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="with --emit: the path or hub id of the set's model NAME (repeatable; default: "
         "the name)",
     )
+    parser.add_argument(
+        "--vllm-profile",
+        metavar="FILE",
+        help="with --emit vllm: price with vLLM's own measured step costs and n-gram behaviour "
+        "(a csd.vllm-profile/1 file, benchmarks/vllm_profile.py)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -140,6 +146,8 @@ def run(args: argparse.Namespace) -> int:
         out["interval"] = _interval(ms, best)
     if args.batch_sizes:
         out["batch_schedule"] = _batch_schedule(ms, args.batch_sizes, k_max)
+    if args.vllm_profile and args.emit != "vllm":
+        raise ValueError("--vllm-profile prices vLLM's drafting; give --emit vllm too")
     if args.model_path and not args.emit:
         raise ValueError("--model-path maps model names for --emit; give --emit ENGINE too")
     if args.emit:
@@ -147,7 +155,12 @@ def run(args: argparse.Namespace) -> int:
 
         sizes = _batch_sizes(args.batch_sizes) if args.batch_sizes else None
         paths = validate.name_values("--model-path", args.model_path or [], "NAME=PATH")
-        emitted = emission(ms, args.emit, sizes, k_max=k_max, paths=paths)
+        profile = None
+        if args.vllm_profile:
+            from ewif.files.vllm_profile import load as load_profile
+
+            profile = load_profile(args.vllm_profile)
+        emitted = emission(ms, args.emit, sizes, k_max=k_max, paths=paths, profile=profile)
         out["emit"] = emitted.to_dict()
     if plot_paths:
         out["plots"] = [str(p) for p in _plots(result, casc, ms, plot_paths, k_max)]

