@@ -54,8 +54,10 @@ import vllm_others
 
 from ewif.files import model_set as model_io
 from ewif.files import vllm_profile
+from ewif.files.vllm_profile import NgramBehaviour
 from ewif.predict.batch import batch_ratio, best_draft_lengths
 from realrun.pipeline import cpu_description
+from realrun.vllm_costs import ngram_counts
 from realrun.vllm_rounds import synchronized_rounds
 from realrun.vllm_server import VllmServerError, check_speculative_config, vllm_python
 
@@ -111,22 +113,32 @@ def pooled(rounds_list) -> dict:
         "end_to_end": sum(sum(r.completion_tokens) for r in rounds) / sum(r.wall_s for r in rounds),
         "rounds": len(rounds),
         "tokens": tokens,
-        "spec": [s for r in rounds for s in r.to_dict()["speculative_decoding"]],
     }
 
 
-def counted(spec: list) -> dict:
-    """Acceptance this run counted (per-request ``detailed`` arrays): pooled per-position."""
-    acc = rev = 0
-    for s in spec:
-        for d, a in zip(
-            (s or {}).get("per_step_drafted", []),
-            (s or {}).get("per_step_accepted", []),
-            strict=True,
-        ):
-            acc += a
-            rev += min(a + 1, d)
-    return {"accepted": acc, "reviewed": rev, "alpha": acc / rev if rev else None}
+def counted(rounds_list) -> dict:
+    """Acceptance this run counted (per-request ``detailed`` arrays): exact reviewed and
+    accepted by position, the pooled α and the match rate (``realrun.vllm_costs``)."""
+    rounds = [r for rs in rounds_list for r in rs.rounds]
+    try:
+        c = ngram_counts(rounds)
+    except ValueError:
+        return {"alpha": None}
+    reviewed, accepted = sum(c.reviewed), sum(c.accepted)
+    return {
+        "alpha": accepted / reviewed if reviewed else None,
+        "reviewed": reviewed,
+        "alpha_by_position": list(c.alpha_by_position),
+        "match_rate": c.match_rate,
+    }
+
+
+def with_counted(ms, profile, name: str, alpha: dict):
+    """The set (draft model) or the profile (n-gram) with the acceptance this run counted."""
+    if name == "draft model":
+        return _with_alpha(ms, alpha["alpha"]), profile
+    ngram = NgramBehaviour(alpha["match_rate"], tuple(alpha["alpha_by_position"]), 1, 4)
+    return ms, replace(profile, ngram=ngram)
 
 
 def rows(ms, profile, plan, got, sizes) -> list[dict]:
@@ -139,17 +151,11 @@ def rows(ms, profile, plan, got, sizes) -> list[dict]:
             p, k = plan[name], plan[name]["k"][b]
             sp = pooled(got[name][b])
             pred = batch_ratio(ms, p["drafter"], k, b, drafting="vllm", profile=profile)
-            alpha = counted(sp["spec"])
+            alpha = counted(got[name][b])
             with_alpha = None
-            if alpha["alpha"] is not None and name == "draft model":
-                with_alpha = batch_ratio(
-                    _with_alpha(ms, alpha["alpha"]),
-                    p["drafter"],
-                    k,
-                    b,
-                    drafting="vllm",
-                    profile=profile,
-                )
+            if alpha["alpha"] is not None and k > 0:
+                ms2, profile2 = with_counted(ms, profile, name, alpha)
+                with_alpha = batch_ratio(ms2, p["drafter"], k, b, drafting="vllm", profile=profile2)
             measured = sp["decode"] / ar["decode"]
             row["settings"][name] = {
                 "k": k,
