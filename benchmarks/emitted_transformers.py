@@ -44,8 +44,8 @@ import torch
 from ewif.files import model_set as model_io
 from realrun.baselines import hf_generate
 from realrun.loading import load_model
-from realrun.pipeline import cpu_description, split_prompts
-from realrun.prompts import encode
+from realrun.pipeline import cpu_description
+from realrun.prompts import encode, load_prompts
 
 FAMILIES = {"qwen": ["qwen-1.5b", "qwen-0.5b"], "smollm2": ["smollm2"]}
 
@@ -99,8 +99,8 @@ def main(argv: list[str] | None = None) -> int:
         for path in [kwargs.get("assistant_model")]
         if path
     }
-    measure = len(run["metadata"]["measuring_prompt_ids"])
-    _, held = split_prompts(run["metadata"].get("prompt_set", "all"), measure, args.limit)
+    by_id = {q.id: q for q in load_prompts("all")}  # the run's own held-out prompts
+    held = [by_id[i] for i in run["metadata"]["held_out_prompt_ids"]][: args.limit]
     eos = target.tokenizer.eos_token_id
     names = ["generate", *configs]
     totals = {name: [0, 0.0] for name in names}

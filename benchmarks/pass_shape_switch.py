@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import fetch_weights
 
-from realrun.batched import logit_rows
+from realrun.batched import rows_per_sequence
 from realrun.hf_model import HFTokenModel
 from realrun.llamacpp_model import LlamaCppTokenModel
 from realrun.loading import load_model
@@ -59,7 +59,7 @@ def measure(model, rounds: int, seed: int = 0) -> dict:
     def timed(ctx: list[int], m: int) -> float:
         tokens = ctx + [rng.randrange(vocab) for _ in range(m)]
         start = time.perf_counter()
-        model.logits(tokens, logit_rows(DRAFTER, m))
+        model.logits(tokens, rows_per_sequence(DRAFTER, m))
         return time.perf_counter() - start
 
     for r in range(rounds + 1):  # round 0 warms up

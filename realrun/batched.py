@@ -21,7 +21,7 @@ them (a review pass; the logits stay in the backend, as in a server).
 
 :func:`time_batched` times ``c(B, m)`` of every model for every ``B`` of ``rows`` and every
 ``m`` of :func:`realrun.timing.grid`, with the logit rows a run asks of such a pass
-(:func:`logit_rows` per sequence) and, for a llama.cpp drafter, once more with
+(:func:`rows_per_sequence` per sequence) and, for a llama.cpp drafter, once more with
 one logit row in all (the pass llama.cpp's server makes when it re-evaluates the target's
 batch on the drafter), all passes in one shuffled order per round (interleaved, as
 :func:`realrun.timing.time_family`, so a drifting machine hits every point alike), the
@@ -193,7 +193,7 @@ def _rows_of(contexts: Sequence[Sequence[int]], rows: int) -> list[list[int]]:
     return [ctxs[r % len(ctxs)] for r in range(rows)]
 
 
-def logit_rows(model: int, m: int) -> int:
+def rows_per_sequence(model: int, m: int) -> int:
     """Logit rows a sequence of a batched SD pass of model ``model`` (0: the target) over
     ``m`` positions returns: the target reviews, ``m``; the drafter generates (one or two
     positions after a catch-up) or re-feeds, one row."""
@@ -203,7 +203,7 @@ def logit_rows(model: int, m: int) -> int:
 @dataclass(frozen=True)
 class BatchedTiming:
     """What :func:`time_batched` measured: ``passes[model][B]`` with the logit rows a run
-    asks (:func:`logit_rows` per sequence), and ``reevaluate[model][B]``, a
+    asks (:func:`rows_per_sequence` per sequence), and ``reevaluate[model][B]``, a
     drafter's pass with one logit row in all (llama.cpp only)."""
 
     passes: dict[str, dict[int, PassTiming]]
@@ -243,7 +243,7 @@ def time_batched(
         rng.shuffle(keys)
         times = {
             (i, m, one): rows_of[i].timed_pass(
-                m, rng, 0 if one else logit_rows(int(rows_of[i].drafter), m)
+                m, rng, 0 if one else rows_per_sequence(int(rows_of[i].drafter), m)
             )
             for i, m, one in keys
         }

@@ -62,7 +62,7 @@ def load_family(
     """Load ``sources`` (target first; hub ids in the local cache, directories or ``.gguf``;
     ``backend="llama.cpp"``: ``.gguf`` files only, weights as stored, ``dtype="auto"``),
     check they share one vocabulary, and append Max-Gram when ``mag`` (bigram fallback from
-    ``bigram``, an ``.npz`` table, else counted over the shipped prompts)."""
+    ``bigram``, an ``.npz`` table, else counted over the ``classic`` shipped prompts)."""
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
     if not sources:
@@ -96,7 +96,9 @@ def load_family(
             BigramTable.load(bigram, tokenizer)
             if bigram
             else BigramTable.from_corpus(
-                [p.text for p in load_prompts("all")], tokenizer, vocab_size=loaded[0].vocab_size
+                [p.text for p in load_prompts("classic")],
+                tokenizer,
+                vocab_size=loaded[0].vocab_size,
             )
         )
         chain.append(MaxGram(table))

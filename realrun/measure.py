@@ -1,6 +1,6 @@
 """Measure what ewif needs on real models: acceptance α[r][j] and cost coefficients c_i(m).
 
-Everything is written as one ``csd.models/5`` model set (:mod:`ewif.files.model_set`), which
+Everything is written as one ``csd.models/6`` model set (:mod:`ewif.files.model_set`), which
 ``csd recommend --from FILE`` and ``csd realrun`` read.
 
 Acceptance (teacher-forced on the **target's** continuations)
@@ -132,6 +132,7 @@ class Acceptance:
     contexts: list[tuple[list[int], list[int]]]  # (prompt, continuation) per prompt
     decoding: Decoding
     max_new_tokens: int
+    skipped: tuple[int, ...] = ()  # prompts (indices) whose continuation was empty
 
     def alpha(self, n_models: int) -> dict[float, np.ndarray]:
         """``α[l][r, j]``: mean acceptance over all positions; the target row uses ``l = 1``."""
@@ -300,10 +301,12 @@ def measure_acceptance(
     generator = CascadeDecoder([models[0]], np.zeros((0, 0), int), decoding=decoding, seed=seed)
     runs: dict[tuple[float, int, int], list[np.ndarray]] = {}
     contexts: list[tuple[list[int], list[int]]] = []
+    skipped: list[int] = []
     try:
-        for p in tqdm(prompts, desc="measure α", unit="prompt", disable=not progress):
+        for i, p in enumerate(tqdm(prompts, desc="measure α", unit="prompt", disable=not progress)):
             cont = generator.generate(p, max_new_tokens, eos_token_id).tokens
             if not cont:
+                skipped.append(i)
                 continue
             for key, a in _acceptances(models, p, cont, lens, decoding).items():
                 runs.setdefault(key, []).append(a)
@@ -313,7 +316,7 @@ def measure_acceptance(
             raise
     if not contexts:
         raise ValueError("the target generated no tokens on any prompt; nothing to measure")
-    return Acceptance(runs, contexts, decoding, max_new_tokens)
+    return Acceptance(runs, contexts, decoding, max_new_tokens, tuple(skipped))
 
 
 def measure_costs(
@@ -401,7 +404,7 @@ def assemble_model_set(
     max_position: int = 16,
     metadata: dict | None = None,
 ) -> ModelSet:
-    """Step 3 of :func:`measure`: the ``csd.models/5`` model set of ``names`` (target first)."""
+    """Step 3 of :func:`measure`: the ``csd.models/6`` model set of ``names`` (target first)."""
     decoding = acceptance.decoding
     curves = costs.curves
     meta = {
@@ -415,6 +418,7 @@ def assemble_model_set(
         ),
         "decoding": {"temperature": decoding.temperature, "top_p": decoding.top_p},
         "prompts": len(acceptance.contexts),
+        **({"skipped_prompts": list(acceptance.skipped)} if acceptance.skipped else {}),
         "positions": sum(len(c) for _, c in acceptance.contexts),
         "max_new_tokens": acceptance.max_new_tokens,
         "cost_model": "cost_curve[i][m-1] = (mean seconds of a pass of model i over m "

@@ -21,7 +21,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from ewif.base import validate
+from ewif.base.configuration import Configuration
 from ewif.files.model_set import ModelSet
 from ewif.files.results import METHOD_KINDS
 from ewif.search import explain
@@ -49,6 +52,14 @@ class Method:
             )
         if not self.models:
             raise ValueError(f"method {self.name!r} needs at least the target model")
+
+    @property
+    def configuration(self) -> Configuration:
+        """The cascade configuration an sd/csd method decodes with (ValueError for the
+        other kinds, which run none)."""
+        if self.kind not in ("sd", "csd"):
+            raise ValueError(f"method {self.name!r} ({self.kind}) runs no cascade configuration")
+        return Configuration(self.models, np.array(self.K, dtype=np.int64), self.lenience)
 
     @property
     def config(self) -> dict:

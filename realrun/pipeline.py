@@ -24,9 +24,10 @@ import torch
 from ewif.base import validate
 from ewif.files.model_set import ModelSet
 from ewif.files.results import Results
-from ewif.search.recommendation import recommend
+from ewif.search.recommendation import Recommendation, recommend
 from realrun.books import ar_agreement, timing_agreement
-from realrun.family import load_family, set_threads
+from realrun.categories import with_categories
+from realrun.family import Family, load_family, set_threads
 from realrun.methods import (
     Method,
     cascade_method,
@@ -35,7 +36,7 @@ from realrun.methods import (
     recommended_method,
 )
 from realrun.numerics import measure_numerics
-from realrun.prompts import Prompt, encode, load_prompts
+from realrun.prompts import Prompt, categories, encode, load_prompts, stratified
 from realrun.side_by_side import run_side_by_side
 from simulate.decoder.sampling import Decoding
 
@@ -43,20 +44,46 @@ _CPU_FLAGS = ("avx2", "avx512f", "avx512_bf16", "avx512_fp16", "amx_bf16", "amx_
 
 
 def split_prompts(
-    prompts: str, measure_prompts: int, limit: int | None, *, held_out: bool = True
+    prompts: str,
+    measure_prompts: int,
+    limit: int | None,
+    *,
+    held_out: bool = True,
+    held_out_categories: Sequence[str] = (),
 ) -> tuple[list[Prompt], list[Prompt]]:
-    """(measuring split, held-out split): the first ``measure_prompts`` prompts of the set,
-    then the next ``limit`` (all remaining when None); with ``held_out`` the held-out split
-    must be non-empty."""
+    """(measuring split, held-out split), stratified by category: the set dealt round-robin
+    over its categories (:func:`realrun.prompts.stratified`; ``all`` and ``classic`` are
+    dealt so already), its first ``measure_prompts`` prompts measuring, the next ``limit``
+    held out (all remaining when None). ``held_out_categories`` leave whole categories out
+    of the measuring split: the measuring split is dealt from the other categories, the
+    held-out split from everything left, those categories included (a check of predictions
+    on kinds of text the measurement never saw). With ``held_out`` the held-out split must
+    be non-empty."""
     k = validate.count("measure_prompts", measure_prompts, minimum=1)
-    every = load_prompts(prompts)
-    held = every[k:] if limit is None else every[k : k + validate.count("limit", limit, minimum=1)]
+    every = stratified(load_prompts(prompts))
+    present = categories(every)
+    left_out = set(held_out_categories)
+    unknown = sorted(left_out - set(present))
+    if unknown:
+        raise ValueError(
+            f"held-out categories {unknown} are not in the prompt set {prompts!r}; "
+            f"its categories: {', '.join(present)}"
+        )
+    pool = [p for p in every if p.kind not in left_out]
+    if not pool:
+        raise ValueError(
+            f"held-out categories {sorted(left_out)} leave no prompt of {prompts!r} to measure on"
+        )
+    measuring = pool[:k]
+    chosen = {id(p) for p in measuring}
+    rest = stratified([p for p in every if id(p) not in chosen])
+    held = rest if limit is None else rest[: validate.count("limit", limit, minimum=1)]
     if held_out and not held:
         raise ValueError(
             f"the prompt set {prompts!r} has {len(every)} prompts: none is left "
-            f"for the held-out split after the {k} measuring prompts"
+            f"for the held-out split after the {len(measuring)} measuring prompts"
         )
-    return every[:k], held
+    return measuring, held
 
 
 def cpu_description() -> dict:
@@ -106,71 +133,37 @@ def run_pipeline(
     family_label: str | None = None,
     progress: bool = True,
     backend: str = "transformers",
+    held_out_categories: Sequence[str] = (),
 ) -> Results:
     """Measure on the measuring split (or take ``model_set``), recommend, and run every
     method on the held-out split (module docstring). ``K``/``lenience`` give the cascade
     instead of the recommendation (``K`` over all models, target first). ``backend``: see
     :func:`load_family`; on llama.cpp the transformers baselines (hf-*) are left out and AR
-    is the cascade decoder with the target alone."""
+    is the cascade decoder with the target alone. ``held_out_categories``: categories left
+    out of the measuring split (:func:`split_prompts`); a measured model set carries α per
+    category (:func:`realrun.categories.with_categories`)."""
     decoding = Decoding() if decoding is None else decoding
-    measuring, held = split_prompts(prompts, measure_prompts, limit)
-    if model_set is None:
-        measured = measure_numerics(
-            sources,
-            measuring,
-            mag=mag,
-            bigram=bigram,
-            device=device,
-            dtype=dtype,
-            threads=threads,
-            max_new_tokens=max_new_tokens,
-            leniences=leniences,
-            decoding=decoding,
-            k_max=k_max,
-            names=names,
-            progress=progress,
-            backend=backend,
-        )
-        family, model_set = measured.family, measured.model_set
-    else:
-        if dtype == "auto" or threads == "auto":
-            raise ValueError(
-                "a pre-measured model set needs the numerics it was measured with: "
-                "give dtype and threads (--dtype, --threads) explicitly"
-            )
-        family = load_family(
-            sources,
-            mag=mag,
-            bigram=bigram,
-            device=device,
-            dtype=dtype,
-            names=names,
-            backend=backend,
-        )
-        set_threads(family, validate.count("threads", threads, minimum=1))
-        if tuple(model_set.models) != tuple(family.names):
-            raise ValueError(
-                f"the model set describes models {list(model_set.models)}, but "
-                f"the run loaded {family.names}"
-            )
-    rec = None
-    if K is not None:
-        csd = given_cascade(family.names, K, lenience, model_set)
-    elif lenience != 1.0:
-        raise ValueError("lenience needs K (the recommendation chooses its own lenience)")
-    else:
-        rec = recommend(model_set, k_max=k_max)
-        csd = recommended_method(rec)
-    methods = default_methods(model_set, family.assistants, csd=csd, k_max=k_max)
-    if not baselines:
-        methods = [m for m in methods if m.kind in ("autoregressive", "csd")]
-    if not decoding.greedy or family.backend != "transformers":
-        methods = [m for m in methods if not m.kind.startswith("hf-")]
-    ids = [encode(p, family.tokenizer) for p in held]
+    measuring, held = split_prompts(
+        prompts, measure_prompts, limit, held_out_categories=held_out_categories
+    )
+    load = dict(mag=mag, bigram=bigram, device=device, dtype=dtype, names=names, backend=backend)
+    family, model_set = _measured_or_loaded(
+        sources,
+        measuring,
+        model_set,
+        threads,
+        load,
+        max_new_tokens=max_new_tokens,
+        leniences=leniences,
+        decoding=decoding,
+        k_max=k_max,
+        progress=progress,
+    )
+    csd, rec = _cascade_to_run(family.names, model_set, K, lenience, k_max)
     results = run_side_by_side(
-        methods,
+        _methods_to_run(model_set, family, csd, k_max, baselines, decoding),
         {m.name: m for m in family.chain},
-        ids,
+        [encode(p, family.tokenizer) for p in held],
         model_set=model_set,
         max_new_tokens=max_new_tokens,
         eos_token_id=family.tokenizer.eos_token_id,
@@ -179,10 +172,100 @@ def run_pipeline(
         family=family_label or " > ".join(family.names),
         progress=progress,
     )
+    return _with_pipeline_metadata(
+        results, model_set, family, (measuring, held), held_out_categories, rec
+    )
+
+
+def _measured_or_loaded(
+    sources: Sequence[str],
+    measuring: Sequence[Prompt],
+    model_set: ModelSet | None,
+    threads: int | str,
+    load: dict,
+    **numerics,
+) -> tuple[Family, ModelSet]:
+    """The family and its model set: measured on the ``measuring`` prompts with its numerics
+    chosen (:func:`realrun.numerics.measure_numerics`) and α per category
+    (:func:`realrun.categories.with_categories`), or, for a pre-measured ``model_set``,
+    the family it describes (:func:`_family_of`)."""
+    if model_set is not None:
+        return _family_of(model_set, sources, threads, load), model_set
+    measured = measure_numerics(sources, measuring, threads=threads, **numerics, **load)
+    return measured.family, with_categories(measured.model_set, measuring)
+
+
+def _family_of(
+    model_set: ModelSet, sources: Sequence[str], threads: int | str, load: dict
+) -> Family:
+    """The family a pre-measured ``model_set`` describes, loaded with the numerics it was
+    measured with (``load``: :func:`load_family`'s options, ``dtype`` among them)."""
+    if load["dtype"] == "auto" or threads == "auto":
+        raise ValueError(
+            "a pre-measured model set needs the numerics it was measured with: "
+            "give dtype and threads (--dtype, --threads) explicitly"
+        )
+    family = load_family(sources, **load)
+    set_threads(family, validate.count("threads", threads, minimum=1))
+    if tuple(model_set.models) != tuple(family.names):
+        raise ValueError(
+            f"the model set describes models {list(model_set.models)}, but "
+            f"the run loaded {family.names}"
+        )
+    return family
+
+
+def _cascade_to_run(
+    names: Sequence[str], model_set: ModelSet, K: object | None, lenience: float, k_max: int
+) -> tuple[Method, Recommendation | None]:
+    """The csd method of the run: the given ``K`` at ``lenience``, else ewif's
+    recommendation (returned too, for the results file)."""
+    if K is not None:
+        return given_cascade(names, K, lenience, model_set), None
+    if lenience != 1.0:
+        raise ValueError("lenience needs K (the recommendation chooses its own lenience)")
+    rec = recommend(model_set, k_max=k_max)
+    return recommended_method(rec), rec
+
+
+def _methods_to_run(
+    model_set: ModelSet,
+    family: Family,
+    csd: Method,
+    k_max: int,
+    baselines: bool,
+    decoding: Decoding,
+) -> list[Method]:
+    """The default methods (:func:`realrun.methods.default_methods`) less the baselines when
+    not asked for, and less transformers' methods unless greedy on transformers."""
+    methods = default_methods(model_set, family.assistants, csd=csd, k_max=k_max)
+    if not baselines:
+        methods = [m for m in methods if m.kind in ("autoregressive", "csd")]
+    if not decoding.greedy or family.backend != "transformers":
+        methods = [m for m in methods if not m.kind.startswith("hf-")]
+    return methods
+
+
+def _with_pipeline_metadata(
+    results: Results,
+    model_set: ModelSet,
+    family: Family,
+    splits: tuple[Sequence[Prompt], Sequence[Prompt]],
+    held_out_categories: Sequence[str],
+    rec: Recommendation | None,
+) -> Results:
+    """``results`` with what the pipeline knows besides the run: the prompt splits
+    (``splits``: measuring, held-out) and the categories held out, the
+    numerics and CPU, the median prediction error, the timing diagnostics and the
+    recommendation."""
+    measuring, held = splits
     meta = {
         **results.metadata,
         "measuring_prompt_ids": [p.id for p in measuring],
         "held_out_prompt_ids": [p.id for p in held[: results.prompts]],
+        "measuring_prompt_categories": [p.kind for p in measuring],
+        "held_out_prompt_categories": [p.kind for p in held[: results.prompts]],
+        "held_out_categories": sorted(set(held_out_categories)),
         "dtype": family.dtype,
         "threads": torch.get_num_threads(),
         "backend": family.backend,

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from ewif.base.configuration import Configuration
 from ewif.files.model_set import ModelSet
 from ewif.files.results import Results
 from ewif.kernel.cascade import Cascade
@@ -26,7 +27,8 @@ def method_intervals(results: Results, model_set: ModelSet) -> dict[str, dict]:
     replicates for all) and whether the measured speed-up fell in it."""
     chosen = [m for m in results.methods if m.kind in ("sd", "csd") and m.speedup is not None]
     configs = [
-        (m.config["models"], np.array(m.config["K"]), m.config["lenience"], None) for m in chosen
+        Configuration(m.config["models"], np.array(m.config["K"]), m.config["lenience"])
+        for m in chosen
     ]
     lengths = [method_lengths(results, m.name) for m in chosen]
     return {

@@ -2,14 +2,30 @@
 
 A prompt file is JSON Lines, one object per non-blank line::
 
-    {"id": "math-01", "prompt": "A bakery sells ...", "system": "You are ..."}
+    {"id": "math-01", "category": "math", "prompt": "A bakery sells ...", "system": "You are ..."}
 
-``prompt`` (a non-empty string) is required; ``id`` (default ``<file>:<line>``) and
-``system`` (a system message, used only with a chat template) are optional; other keys are
-refused so that typos are caught. Shipped sets (``realrun/prompts/``), written for this
-project: ``gsm8k_style`` (math word problems in GSM8K's style), ``mmlu_style`` (four-option
-multiple-choice questions in MMLU's style) and ``code`` (code writing and editing). ``all``
-interleaves the three (math, mc, code, math, ...) so that any first ``n`` prompts mix them.
+``prompt`` (a non-empty string) is required; ``id`` (default ``<file>:<line>``), ``category``
+(the kind of task, a name of letters, digits, ``_``, ``-`` and ``.``; default
+:data:`UNCATEGORIZED`) and ``system`` (a system message, used only with a chat template) are
+optional; other keys are refused so that typos are caught.
+
+Shipped sets (``realrun/prompts/``), written for this project, one category each
+(:data:`CATEGORIES`): ``gsm8k_style`` (``math``: word problems in GSM8K's style),
+``mmlu_style`` (``mc``: four-option multiple choice in MMLU's style), ``code`` (code writing
+and small edits), ``writing`` (open writing), ``translation`` (short texts between English,
+French, German, Spanish, Italian and Portuguese), ``summary`` (two-sentence summaries of a
+given text of about 600 characters), ``qa`` (short answers to general questions),
+``reasoning`` (multi-step logic and puzzles), ``rag`` (answers from a given document of about
+2,700 characters) and ``edit`` (code edits whose answer repeats the given code). ``all``
+deals every category in turn (:func:`stratified`) so that any first ``n`` prompts mix them;
+``classic`` is the first three sets dealt the same way (``all`` before the categories
+came: the shipped runs' prompts, and what Max-Gram's bigram fallback is counted over).
+
+Stratified splits. :func:`stratified` deals prompts round-robin over their categories in the
+order each first appears, so the first ``k`` prompts hold ``⌊k/C⌋`` or ``⌈k/C⌉`` of each
+of ``C`` categories (while a category lasts); a set already dealt that way (``all``,
+``classic``) is unchanged. :func:`realrun.pipeline.split_prompts` takes its measuring split
+from that deal, optionally leaving whole categories out of it (held-out categories).
 
 :func:`encode` turns a prompt into token ids with the model's chat template when the
 tokenizer has one (a user turn, then the assistant generation prompt), else plain text.
@@ -19,28 +35,69 @@ from __future__ import annotations
 
 import itertools
 import json
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from ewif.base import validate
+from ewif.files.categories import category_name
 
 SHIPPED_DIR = Path(__file__).with_name("prompts")
-SHIPPED = ("gsm8k_style", "mmlu_style", "code")
-_KEYS = {"id", "prompt", "system"}
+#: Shipped sets and the category of their prompts.
+CATEGORIES = {
+    "gsm8k_style": "math",
+    "mmlu_style": "mc",
+    "code": "code",
+    "writing": "writing",
+    "translation": "translation",
+    "summary": "summary",
+    "qa": "qa",
+    "reasoning": "reasoning",
+    "rag": "rag",
+    "edit": "edit",
+}
+SHIPPED = tuple(CATEGORIES)
+#: The sets shipped before categories (what ``classic`` deals).
+CLASSIC = SHIPPED[:3]
+#: The category of a prompt that names none.
+UNCATEGORIZED = "uncategorized"
+_KEYS = {"id", "category", "prompt", "system"}
 
 
 @dataclass(frozen=True)
 class Prompt:
-    """One prompt: ``id``, the user ``text``, an optional ``system`` message."""
+    """One prompt: ``id``, the user ``text``, an optional ``system`` message and its
+    ``category`` (None: :data:`UNCATEGORIZED`)."""
 
     id: str
     text: str
     system: str | None = None
+    category: str | None = None
+
+    @property
+    def kind(self) -> str:
+        """The prompt's category, :data:`UNCATEGORIZED` when it names none."""
+        return self.category or UNCATEGORIZED
 
 
 def available() -> tuple[str, ...]:
     """Names accepted by :func:`load_prompts` besides file paths."""
-    return (*SHIPPED, "all")
+    return (*SHIPPED, "all", "classic")
+
+
+def categories(prompts: Iterable[Prompt]) -> tuple[str, ...]:
+    """The categories of ``prompts`` in the order each first appears."""
+    return tuple(dict.fromkeys(p.kind for p in prompts))
+
+
+def stratified(prompts: Sequence[Prompt]) -> list[Prompt]:
+    """``prompts`` dealt round-robin over their categories (module docstring), each
+    category's prompts in their given order."""
+    groups: dict[str, list[Prompt]] = {}
+    for p in prompts:
+        groups.setdefault(p.kind, []).append(p)
+    dealt = itertools.zip_longest(*groups.values())
+    return [p for group in dealt for p in group if p is not None]
 
 
 def parse_jsonl(text: str, source: str) -> list[Prompt]:
@@ -68,7 +125,13 @@ def parse_jsonl(text: str, source: str) -> list[Prompt]:
         pid = obj.get("id", where)
         if not isinstance(pid, str) or not pid:
             raise ValueError(f"{where}: 'id' must be a non-empty string, got {pid!r}")
-        prompts.append(Prompt(pid, body, system))
+        category = obj.get("category")
+        if category is not None:
+            try:
+                category_name(category)
+            except ValueError as exc:
+                raise ValueError(f"{where}: 'category': {exc}") from None
+        prompts.append(Prompt(pid, body, system, category))
     if not prompts:
         raise ValueError(f"{source}: no prompts (the file is empty)")
     ids = [p.id for p in prompts]
@@ -84,9 +147,10 @@ def load_prompts(source: str | Path, limit: int | None = None) -> list[Prompt]:
     if limit is not None:
         limit = validate.count("limit", limit, minimum=1)
     name = str(source)
-    if name == "all":
-        sets = [load_prompts(s) for s in SHIPPED]
-        prompts = [p for group in itertools.zip_longest(*sets) for p in group if p is not None]
+    if name in ("all", "classic"):
+        prompts = stratified(
+            [p for s in (SHIPPED if name == "all" else CLASSIC) for p in load_prompts(s)]
+        )
     elif name in SHIPPED:
         path = SHIPPED_DIR / f"{name}.jsonl"
         prompts = parse_jsonl(path.read_text(encoding="utf-8"), path.name)

@@ -12,6 +12,8 @@ from ewif.files.model_set import ModelSet
 from ewif.files.results import Results
 from ewif.files.run_metadata import RunMetadata, WallSplit
 from ewif.search import explain
+from ewif.search.mix import alpha_by_category_table
+from realrun.categories import differing_lines, outputs_differing_by_category
 
 Section = Callable[[Results, RunMetadata], list[str]]
 
@@ -214,6 +216,21 @@ def differing_outputs(results: Results, meta: RunMetadata) -> list[str]:
     return rows
 
 
+def categories(results: Results, meta: RunMetadata) -> list[str]:
+    """α per category of the measuring prompts, the categories held out whole, and outputs
+    differing from AR by category (:mod:`realrun.categories`)."""
+    raw = meta.model_set_dict
+    if not raw.get("alpha_by_category"):
+        return []
+    rows = ["α per category (measuring prompts; the target's acceptance at lenience 1):"]
+    rows += alpha_by_category_table(ModelSet.from_dict(raw, "run")).splitlines()
+    held = results.metadata.get("held_out_categories")
+    if held:
+        rows.append(f"held out whole (absent from the measuring split): {', '.join(held)}")
+    differing = differing_lines(outputs_differing_by_category(results))
+    return rows + (["outputs differing from AR, by category:", *differing] if differing else [])
+
+
 def interrupted(results: Results, meta: RunMetadata) -> list[str]:
     """A note when the run was interrupted."""
     return ["(interrupted: partial results over the prompts finished)"] if meta.interrupted else []
@@ -236,6 +253,7 @@ SECTIONS: tuple[Section, ...] = (
     median_error,
     recommendation,
     differing_outputs,
+    categories,
     interrupted,
 )
 
@@ -316,4 +334,6 @@ def format_model_set(model_set: ModelSet) -> str:
             if not np.isnan(mat[r, j])
         ]
         rows.append(f"alpha (lenience {lenience:g}): " + ", ".join(pairs))
+    if model_set.categories is not None:
+        rows += ["α per category (lenience 1):", alpha_by_category_table(model_set)]
     return "\n".join([*rows, *row_cost_lines(model_set.to_dict())])

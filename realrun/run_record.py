@@ -68,7 +68,7 @@ def run_results(
         t = tallies[m.name]
         cascade = None
         if m.kind in ("sd", "csd"):
-            cascade = model_set.to_cascade(m.models, np.array(m.K), m.lenience)
+            cascade = model_set.to_cascade(m.configuration)
             if t.stats is not None and t.stats.target_steps:
                 in_run[m.name] = ewif_with_run_acceptance(cascade, t.stats, lengths[m.name])
         out.append(_method_result(m, t, model_set.pass_cost.unit, cascade, lengths[m.name]))

@@ -122,7 +122,7 @@ def _check_methods(
                     f"does not describe; it has {list(model_set.models)}"
                 )
         if m.kind in ("sd", "csd"):
-            model_set.to_cascade(m.models, np.array(m.K), m.lenience)
+            model_set.to_cascade(m.configuration)
         if m.kind.startswith("hf-") and not decoding.greedy:
             raise ValueError(
                 f"method {m.name!r} ({m.kind}) is run greedy only; use temperature 0 or drop it"

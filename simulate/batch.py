@@ -5,11 +5,11 @@ Each row draws its acceptances (i.i.d. Bernoulli α, the first rejection ends th
 keeps its own catch-up state: a neural drafter's first pass of a step feeds 2 positions in a
 row whose previous step accepted the whole draft (its last draft token and the bonus), else 1
 — tracked per row, not taken from the exact law. Every step is priced like the engine pays
-it (:func:`ewif.predict.batch.pass_price`: the set's batched curves ``c(B, m)``, else the batch-1
-curve at the total positions): the target's batched pass over ``B`` rows of ``k + 1``, the
-drafter's batched passes over the rows' summed positions (``drafting="kv-cached"``) or its
-``k`` one-position passes and the pass over the target's batch (``"reevaluate"``), a
-proposer's ``k·B`` proposals. The ratio against AR at batch
+it (:func:`_price`: the set's batched curves ``c(B, m)``, else the batch-1 curve at the total
+positions, read from the model set's data, :mod:`simulate.prices`): the target's batched pass
+over ``B`` rows of ``k + 1``, the drafter's batched passes over the rows' summed positions
+(``drafting="kv-cached"``) or its ``k`` one-position passes and the pass over the target's
+batch (``"reevaluate"``), a proposer's ``k·B`` proposals. The ratio against AR at batch
 ``B`` is ``(tokens per row per step)·c_0(B) / (cost per step)``, estimated over blocks of
 steps (a row's catch-up couples consecutive steps; blocks make the pairs nearly independent)
 with the delta method.
@@ -25,17 +25,21 @@ is read at the positions the rows really carried, ``B + k·(rows with a match)``
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from functools import partial
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ewif.base import validate
-from ewif.predict.batch import DRAFTING, is_proposer, pass_price
+from simulate.prices import Prices
 from simulate.stats import Estimate, ratio_estimate
 
 if TYPE_CHECKING:
     from ewif.files.model_set import ModelSet
-    from ewif.files.vllm_profile import VllmProfile
+
+#: How an engine runs a neural drafter at batch size ``B``: its own batched passes over the
+#: rows' positions, or ``k`` one-position passes and one over the target's batch.
+DRAFTING = ("kv-cached", "reevaluate")
 
 
 def simulate_batch_sd(
@@ -60,7 +64,9 @@ def simulate_batch_sd(
     block = validate.count("block", block, minimum=1)
     j = model_set.index(drafter)
     alpha = float(model_set.alpha[1.0][0, j])
-    proposer = is_proposer(model_set, drafter)
+    prices = Prices.of(model_set)
+    proposer = _proposes(model_set, j, prices)
+    pass_price = partial(_price, model_set, prices)
     rng = np.random.default_rng(validate.count("seed", seed))
     caught_up = np.zeros(b, dtype=bool)  # no row owes a catch-up before the first step
     tokens = np.zeros(steps)
@@ -68,25 +74,49 @@ def simulate_batch_sd(
     for s in range(steps + 1):
         ok = rng.random((b, k)) < alpha
         accepted = np.where(ok.all(axis=1), k, np.argmin(ok, axis=1))
-        step_cost = pass_price(model_set, 0, b, k + 1)
+        step_cost = pass_price(0, b, k + 1)
         if proposer:
-            step_cost += k * b * pass_price(model_set, j, 1, 1)
+            step_cost += k * b * pass_price(j, 1, 1)
         elif drafting == "reevaluate":
-            step_cost += k * pass_price(model_set, j, b, 1)
-            step_cost += pass_price(model_set, j, b, k + 1, one_output=True)
+            step_cost += k * pass_price(j, b, 1)
+            step_cost += pass_price(j, b, k + 1, one_output=True)
         elif catch_up:
-            first = pass_price(model_set, j, b, (b + int(caught_up.sum())) / b)
-            step_cost += first + (k - 1) * pass_price(model_set, j, b, 1)
+            first = pass_price(j, b, (b + int(caught_up.sum())) / b)
+            step_cost += first + (k - 1) * pass_price(j, b, 1)
         else:
-            step_cost += k * pass_price(model_set, j, b, 1)
+            step_cost += k * pass_price(j, b, 1)
         caught_up = accepted == k
         if s:  # step 0 is a burn-in: it sets every row's catch-up state
             tokens[s - 1] = (accepted + 1).mean()
             cost[s - 1] = step_cost
     n = steps // block
-    x = tokens[: n * block].reshape(n, block).sum(axis=1) * pass_price(model_set, 0, b, 1)
+    x = tokens[: n * block].reshape(n, block).sum(axis=1) * pass_price(0, b, 1)
     y = cost[: n * block].reshape(n, block).sum(axis=1)
     return ratio_estimate(x.sum(), y.sum(), x @ x, y @ y, x @ y, n, level)
+
+
+def _price(
+    model_set: ModelSet, prices: Prices, i: int, rows: int, m: float, one_output: bool = False
+) -> float:
+    """``c_i(B = rows, m)``: the set's measured batched curves read as the file states them
+    (:meth:`ewif.files.batch_costs.BatchCosts.at`; ``one_output``, the pass with one logit
+    row in all), else the batch-1 price of the ``B·m`` positions, linear between whole
+    numbers of positions."""
+    if model_set.batch_costs is not None:
+        return model_set.batch_costs.at(i, rows, m, one_output)
+    total = rows * m
+    if abs(total - round(total)) < 1e-9:
+        return float(prices.at(i, round(total)))
+    low = int(np.floor(total))
+    return float(np.interp(total, [low, low + 1], [prices.at(i, low), prices.at(i, low + 1)]))
+
+
+def _proposes(model_set: ModelSet, j: int, prices: Prices) -> bool:
+    """Whether drafter ``j`` proposes (Max-Gram, bigram) rather than runs passes: its timing
+    says so (``seconds_per_token``), or, in a set without timing (a preset), it costs
+    nothing."""
+    timing = model_set.metadata.get("timing", {}).get(model_set.models[j])
+    return "seconds_per_token" in timing if timing is not None else prices.at(j, 1) == 0.0
 
 
 def simulate_vllm_sd(
@@ -94,7 +124,7 @@ def simulate_vllm_sd(
     drafter: str,
     k: int,
     batch: int,
-    profile: VllmProfile | None = None,
+    profile: Any = None,
     *,
     steps: int = 20_000,
     block: int = 50,
@@ -102,14 +132,19 @@ def simulate_vllm_sd(
     level: float = 0.999,
 ) -> Estimate:
     """The simulated ``ratio(B, k)`` of :func:`ewif.predict.batch.vllm_ratio` (module
-    docstring) and its interval; steps are independent, so ``block`` only batches them."""
+    docstring) and its interval; steps are independent, so ``block`` only batches them.
+    ``profile``: a ``csd.vllm-profile/1`` file's tables, read by duck typing (``target_at``,
+    ``overhead_at``, ``drafter_first_pass``, ``drafter_pass``, ``ngram``) so that this witness
+    imports nothing from ewif it checks."""
     k = validate.count("k", k)
     b = validate.count("batch", batch, minimum=1)
     steps = validate.count("steps", steps, minimum=2)
     block = validate.count("block", block, minimum=1)
     j = model_set.index(drafter)
     rng = np.random.default_rng(validate.count("seed", seed))
-    proposer = is_proposer(model_set, drafter)
+    prices = Prices.of(model_set)
+    proposer = _proposes(model_set, j, prices)
+    pass_price = partial(_price, model_set, prices)
     if proposer and k == 0:
         raise ValueError("an n-gram lookup with k = 0 is autoregressive decoding (ratio 1)")
     if proposer and profile is not None:
@@ -118,10 +153,10 @@ def simulate_vllm_sd(
         ar = profile.target_at(b, b) + profile.overhead_at("ar", b, 0)
     else:
         q, alphas = 1.0, np.full(k, float(model_set.alpha[1.0][0, j]))
-        ar = pass_price(model_set, 0, b, 1) if profile is None else None
+        ar = pass_price(0, b, 1) if profile is None else None
         if profile is not None:
             ar = profile.target_at(b, b) + profile.overhead_at("ar", b, 0)
-    by_rows = [_vllm_step_cost(model_set, j, b, k, n, proposer, profile) for n in range(b + 1)]
+    by_rows = [_vllm_step_cost(pass_price, j, b, k, n, proposer, profile) for n in range(b + 1)]
     tokens, cost = np.zeros(steps), np.zeros(steps)
     for s in range(steps):
         matched = rng.random(b) < q
@@ -135,16 +170,16 @@ def simulate_vllm_sd(
     return ratio_estimate(x.sum(), y.sum(), x @ x, y @ y, x @ y, n, level)
 
 
-def _vllm_step_cost(model_set, j, b, k, rows_drafting, proposer, profile) -> float:
+def _vllm_step_cost(pass_price, j, b, k, rows_drafting, proposer, profile) -> float:
     """One step as vLLM runs it, from the shapes (module docstring)."""
     later = max(k - 1, 0)
     if profile is None:
         if proposer:
-            return pass_price(model_set, 0, b, k + 1) + k * b * pass_price(model_set, j, 1, 1)
+            return pass_price(0, b, k + 1) + k * b * pass_price(j, 1, 1)
         return (
-            pass_price(model_set, 0, b, k + 1)
-            + pass_price(model_set, j, b, k + 2)
-            + later * pass_price(model_set, j, b, 1)
+            pass_price(0, b, k + 1)
+            + pass_price(j, b, k + 2)
+            + later * pass_price(j, b, 1)
         )
     if proposer:
         return profile.target_at(b, b + k * rows_drafting) + profile.overhead_at("ngram", b, k)

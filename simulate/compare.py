@@ -24,7 +24,8 @@ from typing import Any
 import numpy as np
 
 from ewif.base import validate
-from simulate.bernoulli import SimulationResult, simulate
+from simulate.bernoulli import simulate
+from simulate.estimates import SimulationResult
 from simulate.stats import ChiSquare, binomial_z, chi_square_gof, normal_quantile
 
 

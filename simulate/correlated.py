@@ -32,14 +32,8 @@ from typing import Any
 import numpy as np
 
 from ewif.base import validate
-from simulate.bernoulli import (
-    CascadeSpec,
-    Engine,
-    SimulationResult,
-    Tally,
-    blockwise,
-    generator,
-)
+from simulate.bernoulli import CascadeSpec, StepPlayer, blockwise, generator
+from simulate.estimates import SimulationResult, Tally
 from simulate.stats import Estimate, batch_ratio_estimate
 
 
@@ -171,7 +165,7 @@ def simulate_markov(
     from tqdm.auto import tqdm
 
     rng = generator(seed)
-    engine = Engine(spec, MarkovAcceptance(spec, rho, streams, rng))
+    engine = StepPlayer(spec, MarkovAcceptance(spec, rho, streams, rng))
     tally = Tally(spec.n + 1)
     tokens = np.zeros(streams)
     cost = np.zeros(streams)

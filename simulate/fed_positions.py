@@ -23,6 +23,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from simulate.contract import is_leaf
+
 Price = Callable[[int, int, int], float]
 
 
@@ -68,9 +70,6 @@ class FedPositions:
         self.draw = draw or (lambda p: rng.random() < p)
         self._next_id = 0
 
-    def _leaf(self, j: int) -> bool:
-        return j >= self.n or not any(self.K[j])
-
     def _token(self) -> int:
         self._next_id += 1
         return self._next_id
@@ -103,7 +102,7 @@ class FedPositions:
         for j, b in enumerate(self.K[r][r:], start=r + 1):
             if b == 0:
                 continue
-            if self._leaf(j):
+            if is_leaf(self.K, j):
                 for _ in range(b):
                     self._pass(j, context + draft, 1)
                     draft.append(self._token())

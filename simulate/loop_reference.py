@@ -5,7 +5,7 @@ one target step at a time, recursion by ordinary function calls, one uniform dra
 tested token (``random.Random``). It is the baseline of ``benchmarks/bench_simulate.py``
 and a cross-check of the vectorised engine in the tests; it shares no code with it
 beyond :class:`~simulate.bernoulli.CascadeSpec` (the configuration reader) and the
-:class:`~simulate.bernoulli.Tally` that summarises steps.
+:class:`~simulate.estimates.Tally` that summarises steps.
 """
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ from typing import Any
 import numpy as np
 
 from ewif.base import validate
-from simulate.bernoulli import CascadeSpec, SimulationResult, StepBatch, Tally
+from simulate.bernoulli import CascadeSpec
+from simulate.estimates import SimulationResult, StepBatch, Tally
 
 
 class _Step:

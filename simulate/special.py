@@ -13,7 +13,7 @@ other and the closed forms of ``ewif``:
 * :func:`simulate_horizontal` — Theorem 4.5: position ``i`` drafted by its own model
   (acceptance ``alphas[i]``, cost ``costs[i]``), one target pass; cost ``1 + Σ c_i``.
 
-All return a :class:`~simulate.bernoulli.SimulationResult` (costs per pass, no
+All return a :class:`~simulate.estimates.SimulationResult` (costs per pass, no
 per-token term), seeded and chunked like :func:`simulate.bernoulli.simulate`.
 """
 
@@ -24,7 +24,8 @@ from collections.abc import Callable
 import numpy as np
 
 from ewif.base import validate
-from simulate.bernoulli import SimulationResult, StepBatch, generator, run_batches
+from simulate.bernoulli import generator
+from simulate.estimates import SimulationResult, StepBatch, run_batches
 
 
 def _leading_run(accept: np.ndarray, length: np.ndarray | int) -> np.ndarray:

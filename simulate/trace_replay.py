@@ -27,31 +27,31 @@ deviation), and the replayed pass counts match a real run's closely (docs/findin
 Each measuring prompt is replayed as one generation of its trace's length; the predicted
 speed-up is ``Σ_p N_p·c_0(1) / Σ_p C_p``. A replay's passes do not depend on the costs, so
 :class:`Replay` keeps them per prompt and prices them: :meth:`Replay.interval` resamples whole
-prompts (the same widening and two-stage held-out draw as :mod:`ewif.predict.bootstrap`) and, where
-the model set carries the cost curves' standard errors, prices each resample with one draw of
-the costs, as the exact EWIF's interval does.
+prompts (the same widening and two-stage held-out draw as the exact EWIF's interval,
+:mod:`ewif.base.resampling`) and, where the model set carries the cost curves' standard
+errors, prices each resample with one draw of the costs, as the exact EWIF's interval does.
+
+The replay shares no evaluation with ``ewif``: it reads the configuration and the model
+set's data, states the contract's definitions itself (:mod:`simulate.contract`) and prices
+passes from the cost table (:mod:`simulate.prices`). Only the bootstrap's draws are shared
+(:mod:`ewif.base.resampling`), so that its interval means what the exact one means.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ewif.base import validate
-from ewif.files.model_set import ModelSet
-from ewif.kernel.budgets import drafters_reached, is_leaf, rows_of
-from ewif.kernel.pass_cost import PassCost
-from ewif.predict.bootstrap import (
-    LEVEL,
-    REPLICATES,
-    drawn_curves,
-    drawn_row_cost,
-    expansion,
-    prompt_draw,
-)
+from ewif.base import resampling, validate
+from simulate.contract import is_leaf, reached
 from simulate.fed_positions import FedPositions
+from simulate.prices import Prices
+
+if TYPE_CHECKING:
+    from ewif.files.model_set import ModelSet
 
 Trace = Mapping[tuple[float, int, int], np.ndarray]
 
@@ -94,7 +94,7 @@ class Replay:
     of the configuration's model ``i`` over ``m`` positions in its replays, priced by
     ``prices[i, m − 1]`` (target-pass units; ``unit`` = one autoregressive token), and the
     mean catch-up positions ``caught[p, i]``, which return no logit row (``row_cost[i]``
-    less each, :mod:`ewif.kernel.pass_cost`). Where the model set (``model_set``, the
+    less each, :mod:`simulate.prices`). Where the model set (``model_set``, the
     configuration's ``models``) carries the cost curves' standard errors, :meth:`interval`
     draws the costs too."""
 
@@ -128,19 +128,19 @@ class Replay:
 
     def interval(
         self,
-        level: float = LEVEL,
-        replicates: int = REPLICATES,
+        level: float = resampling.LEVEL,
+        replicates: int = resampling.REPLICATES,
         seed: int = 0,
         held_out_prompts: int | None = None,
     ) -> tuple[float, float]:
         """The percentile interval of the speed-up over whole-prompt resamples, widened like
         :mod:`ewif.predict.bootstrap` (with ``held_out_prompts``: for a run on that many others).
         With the curves' standard errors, each replicate also prices the resampled passes
-        with one draw of the costs (:func:`ewif.predict.bootstrap.drawn_curves`, not widened: the
+        with one draw of the costs (:func:`ewif.base.resampling.drawn_curves`, not widened: the
         widening is the prompts' small-sample correction), as the exact EWIF's interval does:
         ``s* = (s + w·(s(I) − s))·s(I, drawn)/s(I)``."""
         P = self.tokens.size
-        widen = expansion(P, level)
+        widen = resampling.expansion(P, level)
         rng = np.random.default_rng(validate.count("seed", seed))
         held = (
             None
@@ -152,21 +152,23 @@ class Replay:
         cost = self.cost
         values = np.empty(validate.count("replicates", replicates, minimum=2))
         for b in range(values.size):
-            idx = prompt_draw(rng, P, held)
+            idx = resampling.prompt_draw(rng, P, held)
             resampled = self.tokens[idx].sum() * self.unit / cost[idx].sum()
             values[b] = point + widen * (resampled - point)
             if stderr is not None:
-                curves = drawn_curves(self.model_set.cost_curve, stderr, rng)
+                curves = resampling.drawn_curves(self.model_set.cost_curve, stderr, rng)
                 values[b] *= self.priced_speedup(idx, curves) / resampled
         low, high = np.quantile(values, [(1 - level) / 2, (1 + level) / 2])
         return float(low), float(high)
 
     def priced_speedup(self, idx: np.ndarray, curves: tuple[np.ndarray, ...]) -> float:
         """The speed-up of prompts ``idx`` with the model set's curves replaced by ``curves``
-        (its row costs drawn with them, :func:`ewif.predict.bootstrap.drawn_row_cost`)."""
+        (its row costs drawn with them, :func:`ewif.base.resampling.drawn_row_cost`)."""
         ms = self.model_set
-        rows = None if ms.row_cost is None else drawn_row_cost(ms, curves)
-        costs = PassCost.from_curves(curves, row_cost=rows)
+        rows = None
+        if ms.row_cost is not None:
+            rows = resampling.drawn_row_cost(ms.row_cost, ms.cost_curve, curves)
+        costs = Prices.from_curves(curves, rows)
         where = [ms.index(name) for name in self.models]
         m = np.arange(1, self.prices.shape[1] + 1)
         prices = np.array([costs.at(i, m) for i in where])
@@ -190,35 +192,25 @@ def replay(
     ``repeats`` replays per prompt (greedy traces are 0/1, so one replay is exact; sampling
     traces draw their tests, and the mean of the replays' costs is kept). ValueError when the
     model set carries no traces, or lacks one the configuration tests."""
-    cascade = model_set.to_cascade(models, np.array(K), lenience, catch_up=catch_up)
+    idx = model_set.indices(models)
+    lenience = model_set.checked_lenience(lenience)
+    K = validate.budget_matrix("K", K, len(idx) - 1)
+    if catch_up is None:
+        catch_up = (
+            [False] * len(idx)
+            if model_set.catch_up is None
+            else [model_set.catch_up[i] for i in idx]
+        )
+    catch_up = validate.flags("catch_up", catch_up, len(idx))
+    prices = Prices.of(model_set, idx)
     data = model_set.bootstrap
     if data is None or data.acceptance_traces is None:
         raise ValueError(
             "this model set carries no acceptance traces (measure it with this version of "
             "csd measure), so it cannot be replayed"
         )
-    idx = [model_set.index(name) for name in models]
-    local = {
-        (lenience_, idx.index(r), idx.index(o)): key
-        for key in data.acceptance_traces
-        for lenience_, r, o in [key]
-        if r in idx and o in idx
-    }
-    rows = rows_of(cascade.K)
-    reviewers = [0, *(j for j in drafters_reached(0, rows) if not is_leaf(rows, j))]
-    missing = [
-        f"{1.0 if r == 0 else float(lenience):g},{idx[r]},{idx[o]}"
-        for r in reviewers
-        for o in sorted(drafters_reached(r, rows[r:]))
-        if (1.0 if r == 0 else float(lenience), r, o) not in local
-    ]
-    if missing:
-        raise ValueError(
-            f"the model set has no acceptance traces of {', '.join(missing)} (lenience, "
-            f"reviewer, drafter), which replaying {list(models)} at lenience {lenience:g} tests"
-        )
+    local = _traces_tested(data.acceptance_traces, idx, K, lenience, models)
     repeats = validate.count("repeats", repeats, minimum=1)
-    price = cascade.pass_cost.at
     tokens, counts, caught = [], [], []
     for p in range(data.prompts):
         traces = {k: data.acceptance_traces[v][p] for k, v in local.items()}
@@ -226,34 +218,67 @@ def replay(
         player = TraceReplay(
             traces,
             lenience,
-            cascade.K,
-            cascade.fill,
-            cascade.catch_up,
-            lambda i, m, rows: float(cascade.pass_cost.at_rows(i, m, rows)),
+            K,
+            "tokens",
+            catch_up,
+            lambda i, m, rows: float(prices.at_rows(i, m, rows)),
             seed=seed + p,
         )
         tokens.append(n)
         runs = [player.generation(n)[1:] for _ in range(repeats)]
         counts.append([sizes for sizes, _ in runs])
         caught.append(np.mean([fed for _, fed in runs], axis=0))
+    passes = _mean_passes(counts, len(models), repeats)
+    m = np.arange(1, passes.shape[2] + 1)
+    return Replay(
+        np.array(tokens, dtype=float),
+        passes,
+        np.array([prices.at(i, m) for i in range(len(models))], dtype=float),
+        prices.unit,
+        model_set,
+        tuple(models),
+        np.array(caught, dtype=float),
+        prices.row_cost.copy(),
+    )
+
+
+def _traces_tested(
+    traces: Mapping, idx: list[int], K: np.ndarray, lenience: float, models: Sequence[str]
+) -> dict[tuple[float, int, int], tuple[float, int, int]]:
+    """The model set's traces by the configuration's own model indices, ``(l, r, o)`` →
+    the set's key; ValueError naming every trace the configuration tests and the set lacks
+    (the target reviews at lenience 1, every other reviewer at ``lenience``)."""
+    local = {
+        (lenience_, idx.index(r), idx.index(o)): key
+        for key in traces
+        for lenience_, r, o in [key]
+        if r in idx and o in idx
+    }
+    reviewers = [0, *sorted(j for j in reached(K, 0) if not is_leaf(K, j))]
+    missing = [
+        f"{1.0 if r == 0 else float(lenience):g},{idx[r]},{idx[o]}"
+        for r in reviewers
+        for o in sorted(reached(K, r))
+        if (1.0 if r == 0 else float(lenience), r, o) not in local
+    ]
+    if missing:
+        raise ValueError(
+            f"the model set has no acceptance traces of {', '.join(missing)} (lenience, "
+            f"reviewer, drafter), which replaying {list(models)} at lenience {lenience:g} tests"
+        )
+    return local
+
+
+def _mean_passes(counts: list, n_models: int, repeats: int) -> np.ndarray:
+    """``passes[p, i, m − 1]``: the mean passes of model ``i`` over ``m`` positions in prompt
+    ``p``'s replays, from ``counts[p][replay][i][m]``."""
     widest = max(
         (m for runs in counts for sizes in runs for by_m in sizes for m in by_m), default=1
     )
-    passes = np.zeros((len(counts), len(models), widest))
+    passes = np.zeros((len(counts), n_models, widest))
     for p, runs in enumerate(counts):
         for sizes in runs:
             for i, by_m in enumerate(sizes):
                 for m, c in by_m.items():
                     passes[p, i, m - 1] += c / repeats
-    m = np.arange(1, widest + 1)
-    prices = np.array([price(i, m) for i in range(len(models))], dtype=float)
-    return Replay(
-        np.array(tokens, dtype=float),
-        passes,
-        prices,
-        cascade.pass_cost.unit,
-        model_set,
-        tuple(models),
-        np.array(caught, dtype=float),
-        cascade.pass_cost.row_cost.copy(),
-    )
+    return passes

@@ -1,3 +1,6 @@
-"""Helpers every part of ewif may use: argument checks, work limits, arithmetic, text tables.
+"""What every part of the project may use: checks, limits, arithmetic, tables, configurations.
 
-Imports nothing of ewif outside ``ewif.base``."""
+Argument checks (:mod:`.validate`), work limits, arithmetic, text tables, the chosen
+configuration (:mod:`.configuration`), the bootstrap's draws (:mod:`.resampling`) and the
+row-cost bound of a curve (:mod:`.row_cost`): plain data and definitions, no evaluation, so
+``simulate``'s witnesses may use them too. Imports nothing of ewif outside ``ewif.base``."""

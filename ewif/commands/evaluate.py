@@ -14,7 +14,7 @@ HELP = "evaluate the cascade section of a model-set file exactly (EWIF, tokens, 
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("file", metavar="FILE", help="csd.models/1-5 file with a 'cascade' section")
+    parser.add_argument("file", metavar="FILE", help="csd.models/1-6 file with a 'cascade' section")
     parser.add_argument("--fill", choices=("tokens", "rounds"), default="tokens")
     parser.add_argument(
         "--positions",
@@ -30,6 +30,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="also the EWIF of a generation of N tokens, whose last step pays for tokens it "
         "cannot keep (Theorem FL)",
     )
+    parser.add_argument(
+        "--tree",
+        action="store_true",
+        help="evaluate the file's 'tree' section (a token-tree configuration, csd.models/6) "
+        "instead of its 'cascade'",
+    )
     parser.add_argument("--json", action="store_true", help="machine-readable output")
 
 
@@ -39,6 +45,8 @@ def run(args: argparse.Namespace) -> int:
     from ewif.files import model_set as model_io
     from ewif.search.explain import decision, review_lines, review_sizes
 
+    if args.tree:
+        return _tree(args)
     ms = model_io.load(args.file)
     if ms.cascade is None:
         raise ValueError(f"{args.file}: no 'cascade' section to evaluate (models, K, lenience)")
@@ -97,4 +105,32 @@ def run(args: argparse.Namespace) -> int:
         )
     )
     print("P(position i accepted): " + " ".join(f"{p:.3f}" for p in out["acceptance_by_position"]))
+    return 0
+
+
+def _tree(args: argparse.Namespace) -> int:
+    """``--tree``: the exact law of the file's tree configuration (ewif.kernel.tree_cascade)."""
+    from ewif.files.tree_models import load_tree, tree_cascade
+    from ewif.search.explain import decision
+    from ewif.search.tree_explain import configuration_lines, configuration_report
+
+    ms, config = load_tree(args.file)
+    if config is None:
+        raise ValueError(f"{args.file}: no 'tree' section to evaluate (models, K, review, ...)")
+    if args.max_new_tokens is not None and args.max_new_tokens < 1:
+        raise ValueError(f"--max-new-tokens must be an integer >= 1, got {args.max_new_tokens}")
+    cascade = tree_cascade(ms, config, fill=args.fill)
+    out = {"configuration": config.to_dict(), "fill": args.fill}
+    out |= configuration_report(cascade, args.max_new_tokens)
+    out["decision"] = decision(out["ewif"])
+    if args.json:
+        print(json.dumps(out, indent=2))
+        return 0
+    print(f"{config.describe()}  fill={args.fill}")
+    print("\n".join(configuration_lines(out)))
+    if out["decision"] == "autoregressive":
+        print(
+            "on these costs, decode autoregressively: this configuration reaches "
+            f"{out['ewif']:.4f}x"
+        )
     return 0

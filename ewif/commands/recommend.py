@@ -32,7 +32,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--from",
         dest="from_file",
         metavar="FILE",
-        help="csd.models/1-5 model-set file (JSON or YAML), e.g. written by realrun",
+        help="csd.models/1-6 model-set file (JSON or YAML), e.g. written by realrun",
     )
     parser.add_argument(
         "--space",
@@ -55,6 +55,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--fill", choices=("tokens", "rounds"), default="tokens")
     parser.add_argument("--top", type=int, default=5, help="rows of the ranked table")
+    parser.add_argument(
+        "--mix",
+        metavar="NAME=W,...",
+        help="the best configuration for a workload of these categories (shares of the "
+        "generated tokens, e.g. writing=0.5,code=0.3,rag=0.2), priced by Theorem MX from the "
+        "set's alpha per category (csd.models/6)",
+    )
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     parser.add_argument(
         "--plot", metavar="PATH", help="write STEM-landscape.SUF and STEM-decay.SUF (png/svg/pdf)"
@@ -85,6 +92,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="with --emit vllm: price with vLLM's own measured step costs and n-gram behaviour "
         "(a csd.vllm-profile/1 file, benchmarks/vllm_profile.py)",
     )
+    trees = parser.add_argument_group("token trees (ewif.search.tree_search)")
+    trees.add_argument(
+        "--tree",
+        action="store_true",
+        help="search token trees too (a tree the target reviews, siblings on a cascade's draft, "
+        "a tree at the bottom) and say whether a tree, a chain or AR wins; budgets 0..--k-max "
+        "(default 8)",
+    )
+    trees.add_argument("--tree-nodes", type=int, default=32, help="largest tree, root included")
+    trees.add_argument("--tree-depth", type=int, default=8, help="deepest tree below the root")
+    trees.add_argument("--siblings", type=int, default=7, help="most siblings per draft token")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -94,9 +112,15 @@ def run(args: argparse.Namespace) -> int:
     from ewif.search.recommendation import load_model_set, recommend
 
     ms, where = load_model_set(args.preset, args.from_file)
+    if args.mix:
+        if args.tree:
+            raise ValueError("--mix does not combine with --tree")
+        return _run_mix(args, ms, where)
     if args.top < 1:
         raise ValueError(f"--top must be an integer >= 1, got {args.top}")
     limits.at_most("--top", args.top, limits.MAX_TOP, "rows")
+    if args.tree:
+        return _tree(args, ms, where)
     plot_paths = _plot_paths(args.plot) if args.plot else None
     rec = recommend(
         ms,
@@ -171,6 +195,64 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(_human(out, best, sd))
     return cli.INTERRUPTED if result.interrupted else 0
+
+
+def _tree(args: argparse.Namespace, ms, where: str) -> int:
+    """``--tree``: the exact tree search and its report (:mod:`ewif.search.tree_explain`)."""
+    from ewif.search.tree_explain import search_lines, search_report
+    from ewif.search.tree_search import TreeBounds, optimize_trees
+
+    for option in ("plot", "batch_sizes", "emit"):
+        if getattr(args, option):
+            raise ValueError(f"--tree does not combine with --{option.replace('_', '-')}")
+    bounds = TreeBounds(
+        k_max=8 if args.k_max is None else validate.count("--k-max", args.k_max, minimum=1),
+        nodes=validate.count("--tree-nodes", args.tree_nodes, minimum=1),
+        depth=validate.count("--tree-depth", args.tree_depth),
+        siblings=validate.count("--siblings", args.siblings),
+    )
+    result = optimize_trees(
+        ms, bounds=bounds, leniences=args.lenience, fill=args.fill, top=args.top
+    )
+    out = search_report(result, where)
+    print(json.dumps(out, indent=2) if args.json else search_lines(out))
+    return 0
+
+
+def _run_mix(args: argparse.Namespace, ms, where: str) -> int:
+    """``--mix``: the certified best configuration on the mix (:mod:`ewif.search.mix`), α per
+    category and the interval resampling prompts within categories (:mod:`ewif.predict.mix`)."""
+    from ewif.files.categories import parse_mix
+    from ewif.predict.mix import mix_intervals
+    from ewif.search.mix import alpha_by_category_table, recommend_mix
+
+    mix = parse_mix(args.mix).checked(ms.categories)
+    rec = recommend_mix(
+        ms,
+        mix,
+        space=args.space,
+        k_max=args.k_max,
+        mag_block=args.mag_block,
+        leniences=args.lenience,
+        fill=args.fill,
+    )
+    out = {"source": where, **rec.to_dict()}
+    if all(ms.categories[n].n_prompts >= 2 for n in mix.used):
+        best = rec.best
+        (iv,) = mix_intervals(ms, mix, [(best.models, best.K, best.lenience)], fill=args.fill)
+        out["interval"] = {"level": iv.level, "low": iv.low, "high": iv.high}
+    if args.json:
+        print(json.dumps(out, indent=2))
+        return 0
+    lines = [f"csd recommend --mix — {where}", *rec.lines()]
+    if "interval" in out:
+        iv = out["interval"]
+        lines.append(
+            f"  {100 * iv['level']:.0f}% interval: [{iv['low']:.4f}, {iv['high']:.4f}] "
+            "(bootstrap over the measuring prompts, within categories)"
+        )
+    print("\n".join([*lines, "", alpha_by_category_table(ms, mix.weights)]))
+    return 0
 
 
 def _space_notes(ms, space: str, best, sd, label: str) -> list[str]:

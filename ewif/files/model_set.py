@@ -4,7 +4,7 @@ This is the one exchange format of the project: ``realrun.measure`` writes it,
 ``csd recommend --from FILE``, ``csd evaluate FILE`` and ``csd simulate FILE`` read it,
 and the presets in ``ewif/files/presets/`` use it. JSON or YAML (by extension)::
 
-    schema: csd.models/5
+    schema: csd.models/6
     models: [target, base, small, mag]     # index 0 is the target, largest first
     cost: [1.0, 0.0227, 0.0070, 0.0]       # one forward pass relative to the target's
     cost_per_token: [0, 0, 0, 0]           # optional: pass cost = cost + cost_per_token·m
@@ -32,6 +32,9 @@ and the presets in ``ewif/files/presets/`` use it. JSON or YAML (by extension)::
             [null, null, null, null]]
       "3": [...]                            # the target row (r = 0) must not depend on lenience
     alpha_by_position: {"0,1": [0.8, 0.74, ...]}   # optional, measured decay curves
+    rank_acceptance:                       # optional (/6): p_1..p_R of ranked candidates
+      vectors: {"1,0,1": [0.73, 0.08]}     # (ewif.files.rank_acceptance; p_1 = alpha)
+    alpha_by_category: {rag: {alpha: ..., acceptance_by_prompt: ...}}   # optional (/6)
     cascade: {models: [target, base, mag], K: [[2, 10], [0, 10]], lenience: 3}  # optional
     metadata: {source: "...", notes: "..."}
 
@@ -48,8 +51,11 @@ evidence behind the prediction intervals of :mod:`ewif.predict.bootstrap`; ``bat
 ``row_cost`` (``/5``: one number >= 0 per model) the cost of one logit row, which a catch-up
 position does not return (:mod:`ewif.kernel.pass_cost`, "Logit rows"; absent: 0, every pass priced
 at its ``c(m)``). ``csd.models/1`` (no curves), ``/2`` (no ``catch_up``, no ``bootstrap``),
-``/3`` (no ``batch_cost_curve``) and ``/4`` (no ``row_cost``) files still read, with the same
-meaning; files are written as ``csd.models/5``.
+``/3`` (no ``batch_cost_curve``), ``/4`` (no ``row_cost``) and ``/5`` (no ``rank_acceptance``:
+every pair's vector is ``(alpha,)``, a chain; no categories) files still read, the same;
+``rank_acceptance`` (``/6``) holds the acceptance of each pair's ranked candidates that token
+trees need (:mod:`ewif.files.rank_acceptance`), ``alpha_by_category`` (``/6``) α per task
+category (:mod:`ewif.files.categories`); files are written as ``csd.models/6``.
 """
 
 from __future__ import annotations
@@ -64,16 +70,26 @@ from typing import Any
 import numpy as np
 
 from ewif.base import validate
+from ewif.base.configuration import Configuration
 from ewif.files.batch_costs import BatchCosts
 from ewif.files.bootstrap_data import BootstrapData
+from ewif.files.categories import CategoryAcceptance
+from ewif.files.rank_acceptance import RankAcceptance
 from ewif.files.reading import read_data
 from ewif.kernel.cascade import Cascade
 from ewif.kernel.pass_cost import PassCost, relative_costs
 
-SCHEMA = "csd.models/5"
+SCHEMA = "csd.models/6"
 #: Readable schemas; /1: no cost_curve, /2: no catch_up or bootstrap, /3: no batch_cost_curve,
-#: /4: no row_cost.
-SCHEMAS = ("csd.models/1", "csd.models/2", "csd.models/3", "csd.models/4", SCHEMA)
+#: /4: no row_cost, /5: no rank_acceptance or alpha_by_category.
+SCHEMAS = (
+    "csd.models/1",
+    "csd.models/2",
+    "csd.models/3",
+    "csd.models/4",
+    "csd.models/5",
+    SCHEMA,
+)
 #: The first schema that has each optional key.
 _SINCE = {
     "cost_curve": "csd.models/2",
@@ -82,16 +98,10 @@ _SINCE = {
     "batch_cost_curve": "csd.models/4",
     "batch_reevaluate_curve": "csd.models/4",
     "row_cost": "csd.models/5",
+    "rank_acceptance": "csd.models/6",
+    "tree": "csd.models/6",  # a token-tree configuration (ewif.files.tree_config)
+    "alpha_by_category": "csd.models/6",
 }
-
-
-@dataclass(frozen=True)
-class CascadeChoice:
-    """A chosen configuration inside a model set: which models (target first), K, lenience."""
-
-    models: tuple[str, ...]
-    K: np.ndarray
-    lenience: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -103,7 +113,9 @@ class ModelSet:
     ``cost_curve`` (optional) holds each model's measured pass cost for ``m = 1, 2, ...``
     positions; when present ``cost`` equals its ``m = 1`` values and ``cost_per_token`` is 0.
     ``row_cost`` (optional, one number >= 0 per model) is the cost of one logit row, which a
-    catch-up position does not return (:mod:`ewif.kernel.pass_cost`).
+    catch-up position does not return (:mod:`ewif.kernel.pass_cost`). ``rank_acceptance``
+    (optional) the acceptance of each pair's ranked candidates, for token trees
+    (:mod:`ewif.files.rank_acceptance`).
     """
 
     models: tuple[str, ...]
@@ -111,13 +123,15 @@ class ModelSet:
     cost_per_token: np.ndarray
     alpha: dict[float, np.ndarray]
     alpha_by_position: dict[tuple[int, int], np.ndarray] = field(default_factory=dict)
-    cascade: CascadeChoice | None = None
+    cascade: Configuration | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
     cost_curve: tuple[np.ndarray, ...] | None = None
     catch_up: tuple[bool, ...] | None = None
     bootstrap: BootstrapData | None = None
     batch_costs: BatchCosts | None = None
     row_cost: np.ndarray | None = None
+    rank_acceptance: RankAcceptance | None = None
+    categories: CategoryAcceptance | None = None
 
     def __post_init__(self) -> None:
         n1 = len(self.models)
@@ -175,6 +189,10 @@ class ModelSet:
             self.bootstrap.check(
                 n1, self.alpha.keys(), None if curves is None else [len(c) for c in curves]
             )
+        if self.rank_acceptance is not None:
+            self.rank_acceptance.check(self.alpha)
+        if self.categories is not None:
+            self.categories.check(n1, self.alpha.keys())
         if self.batch_costs is not None and self.batch_costs.n_models != n1:
             raise ValueError(
                 f"batch_cost_curve must hold one curve per model ({n1}) at every batch size, "
@@ -195,17 +213,22 @@ class ModelSet:
 
     def to_cascade(
         self,
-        models: Sequence[str] | None = None,
+        models: Configuration | Sequence[str] | None = None,
         K: object | None = None,
         lenience: float | None = None,
         fill: str = "tokens",
         catch_up: object | None = None,
     ) -> Cascade:
         """The cascade of ``models`` (target first; default: the set's ``cascade`` section or
-        all its models) with budgets ``K`` at ``lenience`` (default 1, or the section's);
+        all its models) with budgets ``K`` at ``lenience`` (default 1, or the section's), or
+        of a whole :class:`~ewif.base.configuration.Configuration` given as ``models``;
         ``catch_up`` one flag per chosen model (default: the set's flags, if it has any);
         the set's ``row_cost`` (if any) prices the catch-up positions' missing rows."""
         choice = self.cascade
+        if isinstance(models, Configuration):
+            if K is not None or lenience is not None:
+                raise TypeError("give a Configuration, or models with K and lenience, not both")
+            choice, models = models, None
         if models is None and choice is not None:
             models = choice.models
         if K is None:
@@ -215,16 +238,7 @@ class ModelSet:
         if lenience is None:
             lenience = choice.lenience if choice is not None else 1.0
         models = tuple(self.models if models is None else models)
-        idx = [self.index(m) for m in models]
-        if idx[0] != 0:
-            raise ValueError(
-                f"models must start with the target {self.models[0]!r}, got {models[0]!r}"
-            )
-        if sorted(idx) != idx or len(set(idx)) != len(idx):
-            raise ValueError(
-                f"models must be distinct and ordered largest first as in the set "
-                f"{list(self.models)}, got {list(models)}"
-            )
+        idx = self.indices(models)
         lenience = self.checked_lenience(lenience)
         ix = np.asarray(idx)
         curves = self.cost_curve
@@ -255,6 +269,18 @@ class ModelSet:
                 f"{', '.join(f'{x:g}' for x in self.leniences)}"
             )
         return lenience
+
+    def indices(self, models: Sequence[str]) -> list[int]:
+        """The set's indices of a cascade's ``models``: the target first, then distinct
+        drafters in the set's order (``ValueError`` otherwise)."""
+        idx = [self.index(m) for m in models]
+        if idx[0] != 0:
+            raise ValueError(
+                f"models must start with the target {self.models[0]!r}, got {models[0]!r}"
+            )
+        if sorted(set(idx)) != idx:
+            raise ValueError(f"models must be distinct, in the order {list(self.models)}: {models}")
+        return idx
 
     def index(self, name: str) -> int:
         try:
@@ -287,8 +313,12 @@ class ModelSet:
                 "K": self.cascade.K.tolist(),
                 "lenience": self.cascade.lenience,
             }
+        if self.categories is not None:
+            out["alpha_by_category"] = self.categories.to_dict()
         if self.bootstrap is not None:
             out["bootstrap"] = self.bootstrap.to_dict()
+        if self.rank_acceptance is not None:
+            out["rank_acceptance"] = self.rank_acceptance.to_dict()
         if self.batch_costs is not None:
             out["batch_cost_curve"] = self.batch_costs.to_dict()
             if self.batch_costs.reevaluate is not None:
@@ -329,10 +359,14 @@ class ModelSet:
             again = data.get("batch_reevaluate_curve")
             if again is not None and batched is None:
                 raise ValueError("batch_reevaluate_curve needs batch_cost_curve")
+            ranks = data.get("rank_acceptance")
+            kinds = data.get("alpha_by_category")
             return cls(
                 **parsed,
                 bootstrap=None if boot is None else BootstrapData.from_dict(boot),
                 batch_costs=None if batched is None else BatchCosts.from_dict(batched, again),
+                rank_acceptance=None if ranks is None else RankAcceptance.from_dict(ranks),
+                categories=None if kinds is None else CategoryAcceptance.from_dict(kinds),
             )
         except ValueError as exc:
             raise ValueError(f"{source}: {exc}") from None
@@ -406,7 +440,7 @@ def _pair(key: str) -> tuple[int, int]:
     return r, j
 
 
-def _choice_in(raw: Any, source: str) -> CascadeChoice | None:
+def _choice_in(raw: Any, source: str) -> Configuration | None:
     """The file's ``cascade`` section (None when it has none)."""
     if raw is None:
         return None
@@ -417,7 +451,7 @@ def _choice_in(raw: Any, source: str) -> CascadeChoice | None:
         raise ValueError(
             f"{source}: cascade.models must be a non-empty list of names, got {names!r}"
         )
-    return CascadeChoice(
+    return Configuration(
         models=tuple(names),
         K=validate.counts(f"{source}: cascade.K", raw["K"]),
         lenience=validate.cost(f"{source}: cascade.lenience", raw.get("lenience", 1.0)),

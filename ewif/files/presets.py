@@ -1,4 +1,4 @@
-"""Embedded model-set presets (``csd.models/1`` files under ``ewif/files/presets/``).
+"""Embedded model-set presets (model-set files under ``ewif/files/presets/``).
 
 Each preset carries its sources in ``metadata`` (``source``, ``citation``, and
 ``assumptions`` for any value that is not a published measurement).
@@ -7,6 +7,9 @@ Each preset carries its sources in ``metadata`` (``source``, ``citation``, and
   model-size costs; acceptance rates are stated assumptions.
 * ``t5-cnndm-ms``, ``t5-ende-ms``: T5-XXL with LARGE/BASE/SMALL drafters, the acceptance
   rates of Leviathan et al. (2023, Table 2) used by the paper's Table 1, model-size costs.
+* ``sequoia-a100``: Llama2-7B verifying on an A100 with a JF68M drafter — Sequoia's published
+  timings (arXiv 2402.12374, its ``demo-config.json``) as a measured-style curve, and an
+  assumed rank-acceptance vector (``csd.models/6``): what the tree search picks in a GPU regime.
 """
 
 from __future__ import annotations

@@ -62,7 +62,7 @@ from ewif.base.arithmetic import padded_add, pmf_power
 from ewif.kernel.budgets import Rows, drafters_reached, is_leaf
 from ewif.kernel.review_call import Call, block_length, renewal, review_call
 
-__all__ = ["Feed", "feed", "stationary_tail", "step_pass_sizes"]
+__all__ = ["Feed", "accepted_law", "feed", "stationary_tail", "step_pass_sizes"]
 
 
 @dataclass(frozen=True)
@@ -101,48 +101,52 @@ def _nested_block(sub: Feed, b: int, fill: str) -> tuple[np.ndarray, np.ndarray,
     return joint, reentries, float(u.sum())
 
 
-def _tail_accepted(a: float, lead: int, later_accepted: np.ndarray) -> np.ndarray:
+def _tail_accepted(a: float, w: float, lead: int, later_accepted: np.ndarray) -> np.ndarray:
     """Law of the accepted count ``c`` of an unfed tail: ``lead`` tokens accepted w.p. ``a``
-    each, then the later blocks (their accepted-count law ``later_accepted``), stopping at
-    the first rejection."""
+    each (a stop there weighs ``w``), then the later blocks (their accepted-count law
+    ``later_accepted``)."""
     out = np.zeros(lead + later_accepted.size)
-    out[:lead] = (1.0 - a) * a ** np.arange(lead)
+    out[:lead] = w * a ** np.arange(lead)
     out[lead:] += a**lead * later_accepted
     return out
 
 
-def _accepted_law(blocks: list[tuple[float, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
-    """``(stopped, alive)`` of a sequential review of independent blocks ``(a, length pmf)``:
-    ``stopped[c]`` = P(first rejection after ``c`` accepted tokens), ``alive[p]`` = P(all
-    ``p`` tokens of the blocks accepted)."""
+def accepted_law(blocks: list[tuple[float, float, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    """``(stopped, alive)`` of a sequential review of independent blocks ``(a, w, length
+    pmf)``: ``stopped[c]`` = P(the review stops, with weight ``w`` at the stopping position,
+    after ``c`` accepted tokens), ``alive[p]`` = P(all ``p`` tokens of the blocks accepted)."""
     stopped = np.zeros(1)
     alive = np.ones(1)
-    for a, length in blocks:
+    for a, w, length in blocks:
         powers = a ** np.arange(length.size, dtype=float)
         if length.size > 1:
             survival = np.maximum(1.0 - np.cumsum(length[:-1]), 0.0)  # P(L > i)
-            stopped = padded_add(stopped, np.convolve(alive, (1.0 - a) * powers[:-1] * survival))
+            stopped = padded_add(stopped, np.convolve(alive, w * powers[:-1] * survival))
         alive = np.convolve(alive, length * powers)
     return stopped, alive
 
 
-def _exit(
-    prefix: list[tuple[float, np.ndarray]],
-    a: float,
+def _exit_part(
+    prefix: list[tuple[float, float, np.ndarray]],
+    last: tuple[float, float],
     joint: np.ndarray,
-    later: list[tuple[float, np.ndarray]],
+    later: list[tuple[float, float, np.ndarray]],
+    terminal: bool,
 ) -> np.ndarray:
-    """``exit[t, u]`` from the blocks before ``i``'s last block, that block's ``(L, U)`` joint
-    (its tokens accepted w.p. ``a``), and the blocks after it."""
-    stopped, alive = _accepted_law(prefix)
-    later_stopped, later_alive = _accepted_law(later)
-    later_accepted = padded_add(later_stopped, later_alive)  # law of accepted count of later
+    """``exit[t, u]`` over the stops weighted by each block's ``w`` (and, when ``terminal``,
+    the whole draft accepted), from the blocks before ``i``'s last block, that block's
+    ``(a, w)`` and ``(L, U)`` joint, and the blocks after it."""
+    a, w = last
+    stopped, alive = accepted_law(prefix)
+    later_stopped, later_alive = accepted_law(later)
+    # law of the accepted count of the later blocks, over the outcomes this part counts
+    later_accepted = padded_add(later_stopped, later_alive) if terminal else later_stopped
     width = joint.shape[0] + later_accepted.size
     within = np.zeros((width, joint.shape[1] + later_accepted.size + 1))  # [accepted, u]
     for v, lead in zip(*np.nonzero(joint), strict=True):
         p, fed = joint[v, lead], v - lead
-        within[:fed, 1] += p * (1.0 - a) * a ** np.arange(fed)
-        tail = _tail_accepted(a, int(lead), later_accepted)
+        within[:fed, 1] += p * w * a ** np.arange(fed)
+        tail = _tail_accepted(a, w, int(lead), later_accepted)
         c = np.arange(tail.size)
         within[fed + c, 1 + c] += p * a**fed * tail
     out = np.zeros((1 + max(stopped.size, alive.size + width), within.shape[1]))
@@ -153,6 +157,42 @@ def _exit(
     return out
 
 
+def _exit(
+    prefix: list[tuple[float, float, np.ndarray]],
+    last: tuple[float, float],
+    joint: np.ndarray,
+    later: list[tuple[float, float, np.ndarray]],
+) -> np.ndarray:
+    """``exit[t, u]`` from the blocks ``(a, σ, length)`` before ``i``'s last block, that
+    block's ``(a, σ)`` and ``(L, U)`` joint, and the blocks after it. ``σ`` is the chance that
+    the reviewer takes a sibling at a position of the block (Theorem TB,
+    :mod:`ewif.kernel.siblings`; 0 for a chain): a plain stop weighs ``1 − a − σ``; a sibling
+    stop yields one token more and leaves one more unfed (``t + 1``, ``u + 1``)."""
+
+    def weighted(blocks, stop):
+        return [(x, stop(x, s), length) for x, s, length in blocks]
+
+    a, s = last
+    plain = _exit_part(
+        weighted(prefix, _plain), (a, _plain(a, s)), joint, weighted(later, _plain), True
+    )
+    if s == 0.0 and not any(x[1] for x in (*prefix, *later)):
+        return plain
+    sib = _exit_part(weighted(prefix, _sib), (a, s), joint, weighted(later, _sib), False)
+    out = np.zeros((max(plain.shape[0], sib.shape[0] + 1), max(plain.shape[1], sib.shape[1] + 1)))
+    out[: plain.shape[0], : plain.shape[1]] += plain
+    out[1 : 1 + sib.shape[0], 1 : 1 + sib.shape[1]] += sib
+    return out
+
+
+def _plain(a: float, s: float) -> float:
+    return max(1.0 - a - s, 0.0)
+
+
+def _sib(a: float, s: float) -> float:
+    return s
+
+
 def feed(
     i: int,
     r: int,
@@ -160,12 +200,16 @@ def feed(
     alpha: np.ndarray,
     fill: str,
     calls: dict[tuple[int, Rows], Call],
-    memo: dict[tuple[int, int, Rows], Feed],
+    memo: dict[tuple, Feed],
+    sigma: tuple[float, ...] | None = None,
 ) -> Feed:
     """The exact :class:`Feed` of model ``i`` in a review call of ``r`` (``i = r`` or a drafter
     the call reaches). ``calls`` memoises the kernel's calls priced at zero (the feeds need
-    only their token and draft laws; keep it apart from a costed memo), ``memo`` the feeds."""
-    key = (i, r, rows)
+    only their token and draft laws; keep it apart from a costed memo), ``memo`` the feeds.
+    ``sigma`` (one entry per model, or None): the chance that ``r`` takes a sibling at a
+    position of drafter ``j``'s block, for a review with siblings (Theorem TB,
+    :mod:`ewif.kernel.siblings`); the calls nested below are chains."""
+    key = (i, r, rows) if sigma is None else (i, r, rows, sigma)
     if key in memo:
         return memo[key]
     if i == r:
@@ -177,7 +221,7 @@ def feed(
         return result
     n = r + len(rows)
     offset, since, first, rest = np.ones(1), None, None, np.zeros(1)
-    blocks: list[tuple[float, np.ndarray]] = []
+    blocks: list[tuple[float, float, np.ndarray]] = []
     last: tuple[int, np.ndarray] | None = None  # (block index, (L, U) joint) of i's last block
     for j, b in zip(range(r + 1, n + 1), rows[0], strict=True):
         if b == 0:
@@ -211,11 +255,11 @@ def feed(
             length = joint.sum(axis=1)
             last = (len(blocks), joint)
         offset = np.convolve(offset, length)
-        blocks.append((float(alpha[r, j]), length))
+        blocks.append((float(alpha[r, j]), 0.0 if sigma is None else sigma[j], length))
     if last is None or first is None:
         raise ValueError(f"model {i} makes no pass in a review call of model {r}")
     at, joint = last
-    exit_law = _exit(blocks[:at], blocks[at][0], joint, blocks[at + 1 :])
+    exit_law = _exit(blocks[:at], blocks[at][:2], joint, blocks[at + 1 :])
     result = Feed(first, rest, exit_law)
     memo[key] = result
     return result

@@ -23,10 +23,10 @@ positions that returns ``r`` rows costs ``c_i(m) − h_i·(m − r)`` (:meth:`Pa
 with ``h_i = row_cost[i]`` the cost of one row of the LM head (0, the default, prices every
 pass at all its rows). An affine cost needs ``h_i <= cost_per_token[i]`` (a position costs at
 least its row); a curve needs ``h_i <= min_{2 <= m <= M} c_i(m)/(m − 1)``
-(:func:`max_row_cost`: no one-row pass costs less than nothing; beyond ``M`` the slope is at
-least ``h_i``, so it holds there too). ``r`` is the paper's ``m`` of the pass (1 for a
-generating pass, ``D + 1`` for a review), so a pass's rows never depend on how much it
-catches up.
+(:func:`~ewif.base.row_cost.max_row_cost`: no one-row pass costs less than nothing; beyond
+``M`` the slope is at least ``h_i``, so it holds there too). ``r`` is the paper's ``m`` of
+the pass (1 for a generating pass, ``D + 1`` for a review), so a pass's rows never depend
+on how much it catches up.
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ewif.base import validate
+from ewif.base.row_cost import max_row_cost
 
 _AFFINE_RTOL = 1e-12
 
@@ -256,13 +257,6 @@ def relative_costs(
     if s.shape != c.shape:
         raise ValueError(f"cost_per_token must have shape {c.shape}, got {s.shape}")
     return c, s
-
-
-def max_row_cost(curve: Sequence[float] | np.ndarray) -> float:
-    """The largest row cost a curve ``c(1..M)`` admits, ``min_{2 <= m <= M} c(m)/(m − 1)``
-    (module docstring; ``inf`` for a one-point curve)."""
-    y = np.asarray(curve, dtype=float)
-    return float((y[1:] / np.arange(1, y.size)).min()) if y.size > 1 else math.inf
 
 
 def _row_cost(row_cost: object | None, n_models: int) -> np.ndarray:

@@ -25,8 +25,8 @@ products; attention over ``B`` caches is what that reading leaves out). Per step
   ``TAG_SPEC_AVOID_DRAFT_REEVAL`` in ``tools/server/server-context.cpp``) that asks for one
   logit row in all, so ``k·c_d(B, 1) + c_d^{(1)}(B, k + 1)`` (:class:`BatchCosts`'
   re-evaluation curves where measured);
-* a proposer (Max-Gram; :func:`is_proposer`): ``k·B`` proposals at ``c_d(1)`` each (it runs
-  row by row).
+* a proposer (Max-Gram; :func:`ewif.files.tree_models.is_proposer`): ``k·B`` proposals at
+  ``c_d(1)`` each (it runs row by row).
 
 AR at the same ``B`` makes one pass over ``B`` rows of one position per ``B`` tokens, so
 
@@ -92,6 +92,7 @@ import numpy as np
 
 from ewif.base import validate
 from ewif.base.arithmetic import pmf_power
+from ewif.files.tree_models import is_proposer
 
 if TYPE_CHECKING:
     from ewif.files.model_set import ModelSet
@@ -200,16 +201,6 @@ def vllm_ratio(
     cost = pass_price(model_set, 0, b, k + 1) + pass_price(model_set, j, b, k + 2)
     cost += max(k - 1, 0) * pass_price(model_set, j, b, 1)
     return tokens * pass_price(model_set, 0, b, 1) / cost
-
-
-def is_proposer(model_set: ModelSet, name: str) -> bool:
-    """Whether ``name`` is a proposer (Max-Gram, bigram) rather than a neural model: the
-    measurement records a proposer's timing as ``seconds_per_token``; a set without timing
-    metadata (a preset) treats a drafter of zero cost as a proposer."""
-    timing = model_set.metadata.get("timing", {})
-    if name in timing:
-        return "seconds_per_token" in timing[name]
-    return float(model_set.pass_cost.at(model_set.index(name), 1)) == 0.0
 
 
 @dataclass(frozen=True)

@@ -51,51 +51,25 @@ measure (what ``csd realrun`` reports and checks).
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from statistics import NormalDist
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ewif.base import validate
-from ewif.kernel.pass_cost import max_row_cost
+from ewif.base.configuration import Configuration
+from ewif.base.resampling import (
+    LEVEL,
+    REPLICATES,
+    drawn_curves,
+    drawn_row_cost,
+    expansion,
+    prompt_draw,
+)
 
 if TYPE_CHECKING:
     from ewif.files.model_set import ModelSet
-
-#: Replicates and interval level used when a caller does not say.
-REPLICATES = 200
-LEVEL = 0.9
-
-
-def expansion(prompts: int, level: float = LEVEL) -> float:
-    """``√(P/(P−1))·t_{P−1,q}/z_q`` with ``q = (1 + level)/2`` (module docstring); the
-    Student quantile by its Cornish–Fisher expansion in ``1/ν`` (error below 1e-3 for
-    ``ν >= 3``; exact enough for an interval's width)."""
-    p = validate.count("prompts", prompts, minimum=2)
-    if not 0.0 < validate.probability("level", level) < 1.0:
-        raise ValueError(f"level must be in (0, 1), got {level!r}")
-    z = NormalDist().inv_cdf((1 + level) / 2)
-    nu = p - 1
-    t = (
-        z
-        + (z**3 + z) / (4 * nu)
-        + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * nu**2)
-        + (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / (384 * nu**3)
-    )
-    return math.sqrt(p / (p - 1)) * t / z
-
-
-def prompt_draw(rng: np.random.Generator, prompts: int, held_out_prompts: int | None) -> np.ndarray:
-    """The prompts of one replicate: ``I``, ``prompts`` indices drawn with replacement, or
-    with ``held_out_prompts`` (a validated count) ``J``, that many drawn from ``I`` — the
-    pseudo held-out prompts of the two-stage resample (module docstring)."""
-    idx = rng.integers(0, prompts, prompts)
-    if held_out_prompts is not None:
-        idx = idx[rng.integers(0, prompts, held_out_prompts)]
-    return idx
 
 
 def replicate_sets(
@@ -138,41 +112,11 @@ def replicate_sets(
             curves = drawn_curves(model_set.cost_curve, data.cost_curve_stderr, rng)
             changes.update(cost_curve=curves, cost=np.array([c[0] for c in curves]))
             if model_set.row_cost is not None:
-                changes["row_cost"] = drawn_row_cost(model_set, curves)
+                changes["row_cost"] = drawn_row_cost(
+                    model_set.row_cost, model_set.cost_curve, curves
+                )
         out.append(dataclasses.replace(model_set, **changes))
     return out
-
-
-def drawn_row_cost(model_set: ModelSet, curves: Sequence[np.ndarray]) -> np.ndarray:
-    """The set's row costs with its curves drawn as ``curves``: each ``h_i`` scaled as its
-    curve's two-position pass (what it was timed against), at most what the drawn curve
-    admits (:func:`ewif.kernel.pass_cost.max_row_cost`)."""
-    out = np.zeros(len(curves))
-    pairs = zip(model_set.row_cost, model_set.cost_curve, curves, strict=True)
-    for i, (h, base, drawn) in enumerate(pairs):
-        if h and base.size > 1:
-            scale = drawn[1] / base[1] if base[1] > 0 else 1.0
-            out[i] = min(h * scale, max_row_cost(drawn))
-    return out
-
-
-def drawn_curves(
-    curves: Sequence[np.ndarray], stderr: Sequence[np.ndarray], rng: np.random.Generator
-) -> tuple[np.ndarray, ...]:
-    """One draw of every model's cost curve (module docstring): ``c_i·exp(z_i·se_i/c_i)``
-    with one standard normal per model, the unit ``c_0(1)`` with a normal of its own, then
-    every curve in units of the drawn unit."""
-    z = rng.standard_normal(len(curves))
-    drawn = [_drawn(c, s, zi) for c, s, zi in zip(curves, stderr, z, strict=True)]
-    unit = drawn[0][0] = _drawn(curves[0][:1], stderr[0][:1], rng.standard_normal())[0]
-    return tuple(c / unit for c in drawn)
-
-
-def _drawn(curve: np.ndarray, stderr: np.ndarray, z: float) -> np.ndarray:
-    """``c·exp(z·se/c)`` point by point, 0 where ``c = 0`` (module docstring)."""
-    c = np.asarray(curve, dtype=float)
-    ratio = np.divide(stderr, c, out=np.zeros_like(c), where=c > 0)
-    return c * np.exp(z * ratio)
 
 
 @dataclass(frozen=True)
@@ -209,7 +153,8 @@ def prediction_interval(
     with ``max_new_tokens``, for generations of that length or those lengths, Theorem FL)."""
     (interval,) = prediction_intervals(
         model_set,
-        [(models, K, lenience, catch_up)],
+        [Configuration(models, K, lenience)],
+        catch_up=[catch_up],
         level=level,
         replicates=replicates,
         seed=seed,
@@ -221,18 +166,19 @@ def prediction_interval(
 
 def prediction_intervals(
     model_set: ModelSet,
-    configs: Sequence[tuple[Sequence[str], object, float, Sequence[bool] | None]],
+    configs: Sequence[Configuration],
     *,
+    catch_up: Sequence[Sequence[bool] | None] | None = None,
     level: float = LEVEL,
     replicates: int = REPLICATES,
     seed: int = 0,
     held_out_prompts: int | None = None,
     max_new_tokens: Sequence[int | Sequence[int] | None] | None = None,
 ) -> list[PredictionInterval]:
-    """:func:`prediction_interval` of every ``(models, K, lenience, catch_up)`` in
-    ``configs``, on one set of replicates (drawn once, so the intervals share their draws);
-    ``max_new_tokens``: per configuration, its generation length(s) (Theorem FL) or None
-    (endless)."""
+    """:func:`prediction_interval` of every configuration in ``configs``, on one set of
+    replicates (drawn once, so the intervals share their draws); ``catch_up``: per
+    configuration, its models' catch-up flags or None (the set's); ``max_new_tokens``: per
+    configuration, its generation length(s) (Theorem FL) or None (endless)."""
 
     expansion(2, level)  # checks the level before any work
     lengths = [None] * len(configs) if max_new_tokens is None else list(max_new_tokens)
@@ -241,11 +187,16 @@ def prediction_intervals(
             f"max_new_tokens must give one entry per configuration ({len(configs)}), "
             f"got {len(lengths)}"
         )
+    flags = [None] * len(configs) if catch_up is None else list(catch_up)
+    if len(flags) != len(configs):
+        raise ValueError(
+            f"catch_up must give one entry per configuration ({len(configs)}), got {len(flags)}"
+        )
     reps = replicate_sets(model_set, replicates, seed, level, held_out_prompts)
     out = []
-    for (models, K, lenience, catch_up), n in zip(configs, lengths, strict=True):
-        point = model_set.to_cascade(models, K, lenience, catch_up=catch_up).ewif(n)
-        values = [rep.to_cascade(models, K, lenience, catch_up=catch_up).ewif(n) for rep in reps]
+    for config, flag, n in zip(configs, flags, lengths, strict=True):
+        point = model_set.to_cascade(config, catch_up=flag).ewif(n)
+        values = [rep.to_cascade(config, catch_up=flag).ewif(n) for rep in reps]
         low, high = np.quantile(values, [(1 - level) / 2, (1 + level) / 2])
         out.append(PredictionInterval(float(point), float(low), float(high), level))
     return out

@@ -64,7 +64,7 @@ def bounding_set(model_set: ModelSet, flags: Sequence[bool]) -> ModelSet:
     )
 
 
-def catch_up_flags(model_set: ModelSet, catch_up: object | None) -> tuple[bool, ...] | None:
+def resolved_catch_up(model_set: ModelSet, catch_up: object | None) -> tuple[bool, ...] | None:
     """Validated flags, one per model of the set (None: the set's own, if any)."""
     flags = getattr(model_set, "catch_up", None) if catch_up is None else catch_up
     if flags is None:

@@ -7,9 +7,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from ewif.base import validate
+from ewif.base.configuration import EvaluatedConfiguration
 from ewif.files.model_set import ModelSet
 from ewif.kernel.cascade import Cascade
-from ewif.search.optimizer import Configuration, OptimizeResult
+from ewif.search.optimizer import OptimizeResult
 from ewif.search.space import Entry
 
 
@@ -21,7 +22,7 @@ class Landscape:
     ``k_{entries[1]} = y[j]`` (NaN where the configuration would be invalid).
     """
 
-    config: Configuration
+    config: EvaluatedConfiguration
     entries: tuple[Entry, Entry]
     x: np.ndarray
     y: np.ndarray
@@ -47,7 +48,7 @@ def landscape_around(
     result: OptimizeResult,
     entries: tuple[Entry, Entry] | None = None,
     k_max: int = 30,
-    config: Configuration | None = None,
+    config: EvaluatedConfiguration | None = None,
 ) -> Landscape:
     """EWIF grid around ``config`` (default: the best) over two K entries ``(r, j)`` (1-based).
 
@@ -104,7 +105,9 @@ def landscape_of(
     )
     if lenience is None:
         raise ValueError("cascade's alpha matches no lenience of the model set")
-    config = Configuration(tuple(cascade.names), cascade.K.copy(), lenience, cascade.ewif())
+    config = EvaluatedConfiguration(
+        tuple(cascade.names), cascade.K.copy(), lenience, ewif=cascade.ewif()
+    )
     around = OptimizeResult(
         best=config,
         table=[config],
@@ -117,7 +120,9 @@ def landscape_of(
     return landscape_around(around, entries=entries, k_max=k_max)
 
 
-def _ewif_at(result: OptimizeResult, cfg: Configuration, changes: dict[Entry, int]) -> float:
+def _ewif_at(
+    result: OptimizeResult, cfg: EvaluatedConfiguration, changes: dict[Entry, int]
+) -> float:
     K = cfg.K.copy()
     for (r, j), v in changes.items():
         K[r - 1, j - 1] = v

@@ -24,11 +24,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ewif.base.configuration import EvaluatedConfiguration
 from ewif.files.model_set import ModelSet
 from ewif.files.model_set import load as load_file
 from ewif.kernel.cascade import Cascade
 from ewif.search import explain
-from ewif.search.optimizer import Configuration, OptimizeResult, optimize
+from ewif.search.optimizer import OptimizeResult, optimize
 from ewif.search.space import SearchSpace, search_space, space_size
 
 
@@ -55,7 +56,7 @@ class Recommendation:
     space: SearchSpace
 
     @property
-    def best(self) -> Configuration:
+    def best(self) -> EvaluatedConfiguration:
         """The best speculative configuration (it may not beat autoregressive decoding)."""
         return self.result.best
 

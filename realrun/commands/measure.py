@@ -28,7 +28,7 @@ import json
 import sys
 from typing import Any
 
-HELP = "measure acceptance rates and pass-cost curves of real models (writes a csd.models/5 file)"
+HELP = "measure acceptance rates and pass-cost curves of real models (writes a csd.models/6 file)"
 
 
 def threads_arg(value: str) -> int | str:
@@ -54,7 +54,9 @@ def add_model_arguments(parser: argparse.ArgumentParser, models_nargs: str = "+"
     parser.add_argument(
         "--prompts",
         default="all",
-        help="shipped set (gsm8k_style, mmlu_style, code, all) or a JSONL file",
+        help="shipped set (all: ten categories dealt in turn; classic; or one of "
+        "gsm8k_style, mmlu_style, code, writing, translation, summary, qa, reasoning, rag, "
+        "edit) or a JSONL file",
     )
     parser.add_argument("--max-new-tokens", type=int, default=32)
     parser.add_argument("--temperature", type=float, default=0.0, help="0 = greedy")
@@ -164,6 +166,7 @@ def run(args: argparse.Namespace) -> int:
     from transformers.utils import logging as hf_logging
 
     from ewif.files import model_set as model_io
+    from realrun.categories import with_categories
     from realrun.numerics import measure_numerics
     from realrun.pipeline import split_prompts
     from realrun.results_tables import format_model_set
@@ -179,7 +182,7 @@ def run(args: argparse.Namespace) -> int:
         warmup=args.warmup,
         **model_options(args),
     )
-    model_set = measured.model_set
+    model_set = with_categories(measured.model_set, measuring)  # α per category too
     if args.batch_sizes:
         model_set = _with_batch_costs(model_set, measured.family, measuring, args)
     model_io.save(model_set, args.output)

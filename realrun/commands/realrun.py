@@ -48,6 +48,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="run on the next N prompts (the held-out split; default: all)",
     )
+    parser.add_argument(
+        "--held-out-categories",
+        metavar="NAME,NAME",
+        default="",
+        help="prompt categories left out of the measuring split (held out whole)",
+    )
     parser.add_argument("--K", help="cascade budgets as JSON, e.g. '[[2,10],[0,10]]'")
     parser.add_argument("--lenience", type=float, default=1.0)
     parser.add_argument("--no-baselines", action="store_true", help="run only AR and the cascade")
@@ -80,6 +86,7 @@ def run(args: argparse.Namespace) -> int:
         K=K,
         lenience=args.lenience,
         baselines=not args.no_baselines,
+        held_out_categories=[c for c in args.held_out_categories.split(",") if c],
         **model_options(args),
     )
     if args.output:

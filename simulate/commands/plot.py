@@ -9,6 +9,8 @@ Kinds (each is one function of :mod:`simulate.plotting`):
 * ``ewif-vs-k`` — EWIF against draft length for SD, the vertical and the horizontal
   cascade, each optimum marked; from ``--alpha/--cost`` numbers or a model set.
 * ``landscape`` — EWIF heat map over two K entries around a cascade, the others fixed.
+* ``tree`` — a token tree, each node shaded by ``f(v)`` (:mod:`ewif.plotting.tree`): from
+  ``--parents``/``--acceptance``, a set's ``tree`` section, or a set's best tree.
 * ``calibration`` — predicted vs measured speedup of a ``csd.results/1`` run.
 
 The cascade of ``decay`` and ``landscape``: ``--K`` if given, else the set's ``cascade``
@@ -24,7 +26,7 @@ import json
 import sys
 from dataclasses import replace
 
-HELP = "write a figure: decay, ewif-vs-k, landscape or calibration (PNG/SVG/PDF by suffix)"
+HELP = "write a figure: decay, ewif-vs-k, landscape, tree or calibration (PNG/SVG/PDF by suffix)"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -98,9 +100,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     land.add_argument("--k-max", type=int, default=30, help="largest budget (default 30)")
 
+    _tree_kind(kinds)
     cal = kinds.add_parser("calibration", help="predicted vs measured speedup of a run")
     cal.add_argument("results", metavar="RESULTS", help="csd.results/1 file (csd realrun)")
     _common(cal)
+
+
+def _tree_kind(kinds) -> None:
+    tree = kinds.add_parser("tree", help="a token tree, each node shaded by f(v) = P(accepted)")
+    _source(tree)
+    tree.add_argument("--parents", metavar="JSON", help="parent list, e.g. '[-1,0,0,1]'")
+    tree.add_argument("--ranks", metavar="JSON", help="ranks among siblings (default 1, 2, ...)")
+    tree.add_argument("--acceptance", metavar="JSON", help="rank vector, e.g. '[0.6,0.2]'")
+    tree.add_argument("--nodes", type=int, default=16, help="best tree's nodes (default 16)")
+    tree.add_argument("--depth", type=int, default=6, help="best tree's depth (default 6)")
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -138,12 +151,17 @@ def _cascade(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ewif.plotting import calibration, decay, ewif_vs_k, landscape, style
+    from ewif.plotting import tree as tree_plot
     from simulate import plotting
 
     style.output_path(args.output)  # fail before any work
     if args.kind == "calibration":
         data = calibration.compute_calibration(args.results)
         path = calibration.draw_calibration(data, args.output, title=args.title)
+        summary = data.to_dict()
+    elif args.kind == "tree":
+        data = _tree_data(args)
+        path = tree_plot.draw_tree(data, args.output, title=args.title)
         summary = data.to_dict()
     elif args.kind == "ewif-vs-k":
         curves = ewif_vs_k.compute_ewif_vs_k(k_max=args.k_max, **_ewif_vs_k_inputs(args, plotting))
@@ -185,6 +203,36 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(_human(out))
     return 0
+
+
+def _tree_data(args: argparse.Namespace):
+    """``csd plot tree``: ``--parents`` and ``--acceptance``, or a set's tree section, or the
+    best tree of a set (:func:`ewif.plotting.tree.tree_of`)."""
+    from ewif.base import validate
+    from ewif.files.tree_models import load_tree
+    from ewif.plotting import tree as tree_plot
+    from ewif.search.recommendation import load_model_set
+
+    validate.count("--nodes", args.nodes, minimum=1)
+    validate.count("--depth", args.depth)
+    if args.parents is not None or args.acceptance is not None:
+        if args.parents is None or args.acceptance is None or args.preset or args.from_file:
+            raise ValueError("give --parents and --acceptance together, without --preset/--from")
+        ranks = None if args.ranks is None else _json("--ranks", args.ranks)
+        p = _json("--acceptance", args.acceptance)
+        return tree_plot.compute_tree(_json("--parents", args.parents), p, ranks)
+    if args.from_file:
+        ms, config = load_tree(args.from_file)
+    else:
+        ms, config = load_model_set(args.preset, None)[0], None
+    return tree_plot.tree_of(ms, config, args.nodes, args.depth)
+
+
+def _json(option: str, text: str):
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        raise ValueError(f"{option} must be a JSON list, got {text!r}") from None
 
 
 def _ewif_vs_k_inputs(args: argparse.Namespace, plotting) -> dict:
@@ -234,6 +282,11 @@ def _human(s: dict) -> str:
                 f"  {m['name']:<28} {_f(m['predicted']):>9} {_f(m['measured']):>9} "
                 f"{_f(m['swi']):>7} {_pct(m['error']):>8}"
             )
+    elif s["kind"] == "tree":
+        lines.append(
+            f"  {len(s['parents'])} nodes, E[tokens per step] = {s['expected_tokens']:.4f}; "
+            f"f(v): {' '.join(f'{x:.3f}' for x in s['f'])}"
+        )
     elif s["kind"] == "landscape":
         best = ", ".join(f"{k}={v}" for k, v in s["grid_best"].items() if k != "ewif")
         lines += [

@@ -31,7 +31,7 @@ from time import perf_counter
 import numpy as np
 
 from ewif.base import validate
-from ewif.kernel.budgets import is_leaf
+from simulate.contract import is_leaf
 from simulate.decoder.interface import Proposer, TokenModel, common_prefix
 from simulate.decoder.sampling import Decoding, sample
 from simulate.decoder.verify import TokenLaw, greedy_verify, speculative_verify

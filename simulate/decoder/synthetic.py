@@ -155,6 +155,20 @@ class SyntheticProposer:
         """Bigram table of ``model``'s argmax next token given only the last token."""
         return cls([int(np.argmax(model.distribution([t]))) for t in range(model.vocab_size)], name)
 
+    def candidates(self, tokens: Sequence[int], prompt_length: int, count: int) -> list[int]:
+        """Up to ``count`` distinct next tokens, best first (a
+        :class:`~simulate.decoder.tree_interface.RankedProposer`): the continuations of the
+        earlier occurrences of the last token, latest first, then ``bigram[last]``."""
+        seq = list(tokens)
+        last = seq[-1]
+        out: list[int] = []
+        for i in range(len(seq) - 2, -1, -1):
+            if seq[i] == last and seq[i + 1] not in out:
+                out.append(seq[i + 1])
+        if self._bigram[last] not in out:
+            out.append(self._bigram[last])
+        return out[:count]
+
     def propose(self, tokens: Sequence[int], prompt_length: int, k: int) -> list[int]:
         seq = list(tokens)
         out: list[int] = []

@@ -3,7 +3,9 @@ the honest recommendation and divergence reports."""
 
 from __future__ import annotations
 
+import json
 import math
+from collections import Counter
 
 import numpy as np
 import pytest
@@ -15,7 +17,7 @@ from realrun.family import load_family
 from realrun.invariance import batch_invariance
 from realrun.methods import recommendation_record
 from realrun.pipeline import run_pipeline, split_prompts, timing_diagnostics
-from realrun.prompts import load_prompts
+from realrun.prompts import CATEGORIES, load_prompts
 from realrun.side_by_side import divergences
 from realrun.tally import MethodTally
 from simulate.decoder.sampling import Decoding
@@ -61,6 +63,34 @@ def test_split_is_disjoint_and_in_order(prompt_file):
         split_prompts(str(prompt_file), 4, None)
 
 
+def test_the_classic_split_is_the_one_the_shipped_runs_made():
+    measuring, held = split_prompts("classic", 16, 16)
+    every = load_prompts("classic")
+    assert measuring == every[:16] and held == every[16:32]
+    assert [p.id for p in held[:3]] == ["mc-06", "code-06", "math-07"]
+
+
+def test_split_is_stratified_by_category():
+    measuring, held = split_prompts("all", 20, 20)
+    assert Counter(p.kind for p in measuring) == {kind: 2 for kind in CATEGORIES.values()}
+    assert Counter(p.kind for p in held) == {kind: 2 for kind in CATEGORIES.values()}
+    assert not {p.id for p in measuring} & {p.id for p in held}
+
+
+def test_held_out_categories_are_absent_from_the_measuring_split():
+    measuring, held = split_prompts("all", 16, 12, held_out_categories=["rag", "edit"])
+    assert len(measuring) == 16 and not {"rag", "edit"} & {p.kind for p in measuring}
+    assert Counter(p.kind for p in measuring) == {
+        kind: 2 for kind in CATEGORIES.values() if kind not in ("rag", "edit")
+    }
+    assert {"rag", "edit"} <= {p.kind for p in held}
+    assert not {p.id for p in measuring} & {p.id for p in held}
+    with pytest.raises(ValueError, match=r"held-out categories \['poetry'\] are not in"):
+        split_prompts("all", 4, 4, held_out_categories=["poetry"])
+    with pytest.raises(ValueError, match="leave no prompt"):
+        split_prompts("rag", 4, 4, held_out_categories=["rag"])
+
+
 def test_realrun_runs_on_the_held_out_split_and_reports_the_decision(tiny_model_dirs, prompt_file):
     res = run_pipeline(
         [str(tiny_model_dirs["target"]), str(tiny_model_dirs["near"])],
@@ -84,6 +114,11 @@ def test_realrun_runs_on_the_held_out_split_and_reports_the_decision(tiny_model_
     assert meta["median_prediction_error"] == pytest.approx(float(np.median(errors)))
     assert meta["divergences"] == [] and set(meta["outputs_differing_from_AR"].values()) == {0}
     assert meta["cpu"]["cores"] >= 1 and meta["dtype"] == "float32"
+    measured = ModelSet.from_dict(meta["model_set"], "run")  # α per category, one here
+    assert measured.categories.names == ("uncategorized",)
+    for lenience, alpha in measured.alpha.items():
+        np.testing.assert_allclose(measured.categories["uncategorized"].alpha[lenience], alpha)
+    assert meta["held_out_prompt_categories"] == ["uncategorized"] * 2
     ar = next(m for m in res.methods if m.kind == "autoregressive")
     timed_ar_s = meta["model_set"]["metadata"]["ar_seconds_per_token"]
     assert meta["ar_agreement"]["run_s_per_token"] == pytest.approx(1 / ar.tokens_per_s)
@@ -193,3 +228,35 @@ def test_load_family_bad_input(tiny_model_dirs):
         load_family([str(tiny_model_dirs["target"])], bigram="x.npz")
     with pytest.raises(ValueError, match="at least two models"):
         load_family([str(tiny_model_dirs["target"])])
+
+
+def test_a_held_out_category_is_run_but_never_measured(tiny_model_dirs, tmp_path):
+    from realrun.tiny import PROMPT_TEXTS
+
+    path = tmp_path / "kinds.jsonl"
+    kinds = ["math", "code", "math", "chat"]
+    path.write_text(
+        "".join(
+            json.dumps({"id": f"p{i}", "category": k, "prompt": t}) + "\n"
+            for i, (k, t) in enumerate(zip(kinds, PROMPT_TEXTS, strict=True))
+        )
+    )
+    res = run_pipeline(
+        [str(tiny_model_dirs["target"])],
+        mag=True,
+        prompts=str(path),
+        measure_prompts=2,
+        max_new_tokens=4,
+        device="cpu",
+        dtype="float32",
+        threads=1,
+        k_max=2,
+        baselines=False,
+        progress=False,
+        held_out_categories=["chat"],
+    )
+    meta = res.metadata
+    assert meta["measuring_prompt_categories"] == ["math", "code"]
+    assert "chat" in meta["held_out_prompt_categories"] and meta["held_out_categories"] == ["chat"]
+    measured = ModelSet.from_dict(meta["model_set"], "run")
+    assert measured.categories.names == ("math", "code")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from ewif.base.configuration import Configuration
 from ewif.files import results as results_io
 from realrun.baselines import hf_generate
 from realrun.bigram import BigramTable
@@ -262,3 +263,10 @@ def test_replay_of_the_runs_own_prompts_is_its_swi(setup, tiny_prompts, drafter)
     assert res.metadata["replay_predictions"]["SD"]["point"] == pytest.approx(
         res.method("SD").swi, rel=1e-9
     )
+
+
+def test_a_realrun_method_gives_its_configuration():
+    m = cascade_method("CSD", "csd", ("t", "d", "e"), [[2, 1], [0, 3]], 3.0)
+    assert m.configuration == Configuration(("t", "d", "e"), [[2, 1], [0, 3]], 3.0)
+    with pytest.raises(ValueError, match="runs no cascade configuration"):
+        Method("AR", "autoregressive", ("t",)).configuration  # noqa: B018
