@@ -215,6 +215,30 @@ def plans(
     return out
 
 
+def _asked_sizes(eng, batch_sizes: Sequence[int] | None, notes: list[str]) -> list[int] | None:
+    """The asked batch sizes, sorted and deduplicated, cut to those the engine speculates at
+    (a note says which were dropped); None when none were asked."""
+    sizes = None
+    if batch_sizes is not None:
+        sizes = sorted({validate.count("batch size", b, minimum=1) for b in batch_sizes})
+        if not sizes:
+            raise ValueError("batch_sizes must hold at least one batch size")
+        if eng.max_batch is not None:
+            kept = [b for b in sizes if b <= eng.max_batch]
+            if not kept:
+                raise ValueError(
+                    f"{eng.name} speculates at batch size {eng.max_batch} only; the batch "
+                    f"sizes {sizes} hold none it can serve"
+                )
+            if kept != sizes:
+                notes.append(
+                    f"{eng.name} speculates at batch size <= {eng.max_batch} only: priced at "
+                    f"{kept}, not {[b for b in sizes if b not in kept]}"
+                )
+            sizes = kept
+    return sizes
+
+
 def emission(
     model_set: ModelSet,
     engine_key: str,
@@ -239,24 +263,7 @@ def emission(
         "verifies them in one pass), not cascades: this is the best plain drafting it can "
         "express for this model set"
     ]
-    sizes = None
-    if batch_sizes is not None:
-        sizes = sorted({validate.count("batch size", b, minimum=1) for b in batch_sizes})
-        if not sizes:
-            raise ValueError("batch_sizes must hold at least one batch size")
-        if eng.max_batch is not None:
-            kept = [b for b in sizes if b <= eng.max_batch]
-            if not kept:
-                raise ValueError(
-                    f"{eng.name} speculates at batch size {eng.max_batch} only; the batch "
-                    f"sizes {sizes} hold none it can serve"
-                )
-            if kept != sizes:
-                notes.append(
-                    f"{eng.name} speculates at batch size <= {eng.max_batch} only: priced at "
-                    f"{kept}, not {[b for b in sizes if b not in kept]}"
-                )
-            sizes = kept
+    sizes = _asked_sizes(eng, batch_sizes, notes)
     candidates = plans(model_set, eng, sizes, k_max, profile)
     best = max(candidates, key=lambda p: p.score)  # first of equals: the larger drafter
     declined = None
@@ -297,29 +304,34 @@ def emission(
     target = paths.get(model_set.models[0], model_set.models[0])
     drafter = paths.get(best.drafter, best.drafter)
     config, text, more = RENDER[eng.key](best, target, drafter)
+    more = [*_pricing_notes(best, profile), *more]
+    return Emission(eng, best, target, config, text, (*notes, *more), declined)
+
+
+def _pricing_notes(best: Plan, profile: VllmProfile | None) -> list[str]:
+    """What the emitted n-gram lookup is priced as, and whether vLLM's own costs priced it."""
+    out: list[str] = []
     if best.method == NGRAM and profile is None:
-        more.insert(
-            0,
+        out.append(
             f"{best.drafter} (a proposer) is emitted as the engine's n-gram lookup, priced as "
             f"{best.drafter}: this assumes the lookup accepts as often as {best.drafter} did "
             "when measured (it drafts nothing without a match, Max-Gram falls back to a "
             "bigram); measure it with csd measure --from-metrics and recommend again",
         )
     elif best.method == NGRAM and profile.ngram is not None:
-        more.insert(
-            0,
+        out.append(
             f"{best.drafter} (a proposer) is emitted as vLLM's n-gram lookup, priced with "
             f"vLLM's own n-gram behaviour from the profile (match rate "
             f"{profile.ngram.match_rate:.3f}, α by position "
             f"{', '.join(f'{a:.3f}' for a in profile.ngram.alpha_by_position)})",
         )
     if profile is not None:
-        more.append(
+        out.append(
             "priced with vLLM's own step costs (the vLLM profile: "
             f"{profile.metadata.get('engine', 'vLLM')}, batch sizes {profile.batch_sizes}), "
             "the draft model's padded catch-up pass included (ewif.predict.batch, 'vllm')"
         )
-    return Emission(eng, best, target, config, text, (*notes, *more), declined)
+    return out
 
 
 def _speculating(
