@@ -39,6 +39,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import pickle
+import shlex
 import sys
 import time
 from dataclasses import replace
@@ -77,12 +79,37 @@ def settings(ms, profile, emit: dict, dirs, sizes) -> dict[str, dict]:
         choices = best_draft_lengths(ms, drafter, sizes, kmax, drafting="vllm", profile=profile)
         by_b = {c.batch: c.k for c in choices}
         out[name] = {"config": vc.spec_config(method, by_b, dirs[1]), "k": by_b, "drafter": drafter}
-    chosen = {"none": "AR", "draft model": "draft model", "n-gram lookup": "n-gram"}[emit["method"]]
+    setting = {"none": "AR", "draft model": "draft model", "n-gram lookup": "n-gram"}
+    chosen = setting[emit["method"]]
     if chosen != "AR":
-        out[chosen]["config"] = emit["config"]  # served exactly as printed
+        out[chosen]["config"] = printed_config(emit)  # served exactly as printed
         out[chosen]["k"] = {c["batch"]: c["k"] for c in emit["by_batch"]}
+    elif emit.get("declined"):  # the best speculation it declined, also as printed
+        declined = setting[emit["declined"]["method"]]
+        out[declined]["config"] = printed_config(emit["declined"])
+        out[declined]["k"] = k_by_batch(out[declined]["config"], sizes)
+        out[declined]["printed_as_declined"] = True
     out[chosen]["emitted"] = True
     return out
+
+
+def printed_config(emit: dict) -> dict:
+    """The ``--speculative-config`` argument of the printed command line, parsed: the server
+    passes ``json.dumps`` of it, which must give back the printed characters exactly."""
+    argv = shlex.split(emit["text"].strip().splitlines()[-1])
+    printed = argv[argv.index("--speculative-config") + 1]
+    config = json.loads(printed)
+    if json.dumps(config) != printed or config != emit["config"]:
+        raise VllmServerError(f"the printed --speculative-config {printed} is not what is served")
+    return config
+
+
+def k_by_batch(config: dict, sizes) -> dict[int, int]:
+    """The draft length a ``--speculative-config`` gives at each batch size (its
+    ``num_speculative_tokens_per_batch_size`` ranges, else ``num_speculative_tokens``)."""
+    k = config["num_speculative_tokens"]
+    ranges = config.get("num_speculative_tokens_per_batch_size") or []
+    return {b: next((r[2] for r in ranges if r[0] <= b <= r[1]), k) for b in sizes}
 
 
 def serve_all(dirs, plan, ids, args, metrics_dir) -> dict[str, dict[int, list]]:
@@ -221,10 +248,20 @@ def main(argv: list[str] | None = None) -> int:
         "--skip-others", action="store_true", help="vLLM only (no llama-server, transformers)"
     )
     p.add_argument(
+        "--skip-cascade",
+        action="store_true",
+        help="llama-server only among the other engines (not our transformers cascade)",
+    )
+    p.add_argument(
         "--direct-alpha", type=Path, help="α measured directly (vllm_others.py --direct-alpha)"
     )
     p.add_argument("--wheels", type=Path, default=fetch_weights.default_wheels())
     p.add_argument("--out", type=Path, default=Path("out"))
+    p.add_argument(
+        "--from-raw",
+        action="store_true",
+        help="redo the table from --out's serving_vllm_raw.pkl instead of serving the settings",
+    )
     args = p.parse_args(argv)
     try:
         return run(args)
@@ -241,22 +278,28 @@ def run(args) -> int:
     ms, profile = model_io.load(args.model_set), vllm_profile.load(args.profile)
     paths = {vc.KEYS[0]: str(dirs[0]), vc.KEYS[1]: str(dirs[1])}
     emit = vc.emitted(args.model_set, args.batch_sizes, args.profile, paths)
-    if emit["config"]:
-        verdict = check_speculative_config(
-            dirs[0], emit["config"], max_num_seqs=max(args.batch_sizes)
-        )
-        if not verdict["ok"]:
-            raise VllmServerError(f"vLLM refuses the emitted config: {verdict['error']}")
-    else:
-        verdict = {"ok": True, "note": "no --speculative-config emitted"}
+    verdict = {"ok": True, "note": "no --speculative-config emitted"}
+    for which in (emit, emit.get("declined")):
+        if which and which["config"]:
+            got = check_speculative_config(
+                dirs[0], printed_config(which), max_num_seqs=max(args.batch_sizes)
+            )
+            if not got["ok"]:
+                raise VllmServerError(f"vLLM refuses the printed config: {got['error']}")
+            verdict = verdict | {"declined" if which is not emit else "emitted": got}
     plan = settings(ms, profile, emit, dirs, args.batch_sizes)
     args.out.mkdir(parents=True, exist_ok=True)
     metrics_dir = args.out / "metrics"
     metrics_dir.mkdir(exist_ok=True)
-    got = serve_all(dirs, plan, ids["held_out"], args, metrics_dir)
+    raw_path = args.out / "serving_vllm_raw.pkl"  # the served rounds: rows() can be redone
+    if args.from_raw:
+        got = pickle.loads(raw_path.read_bytes())["got"]
+    else:
+        got = serve_all(dirs, plan, ids["held_out"], args, metrics_dir)
+        raw_path.write_bytes(pickle.dumps({"got": got}))
     table = rows(ms, profile, plan, got, args.batch_sizes)
-    round_trip = vllm_others.round_trip(dirs, ids, args, metrics_dir)
-    others = {} if args.skip_others else vllm_others.other_engines(ids, args)
+    round_trip = _guarded(vllm_others.round_trip, dirs, ids, args, metrics_dir)
+    others = {} if args.skip_others else _guarded(vllm_others.other_engines, ids, args)
     report = {
         "engine": engine,
         "eager": args.eager,
@@ -278,7 +321,26 @@ def run(args) -> int:
             "by_batch": emit["by_batch"],
             "vllm_check": verdict,
         },
-        "settings": {n: {"k": {str(b): k for b, k in plan[n]["k"].items()}} for n in SETTINGS},
+        "declined": None
+        if not emit.get("declined")
+        else {
+            "text": _portable(emit["declined"]["text"], paths),
+            "config": json.loads(_portable(json.dumps(emit["declined"]["config"]), paths)),
+            "k": emit["declined"]["k"],
+            "method": emit["declined"]["method"],
+        },
+        "settings": {
+            n: {
+                "k": {str(b): k for b, k in plan[n]["k"].items()},
+                "speculative_config": None
+                if plan[n]["config"] is None
+                else json.loads(_portable(json.dumps(plan[n]["config"]), paths)),
+                "served_as_printed": bool(
+                    plan[n].get("emitted") or plan[n].get("printed_as_declined")
+                ),
+            }
+            for n in SETTINGS
+        },
         "rows": table,
         "round_trip": round_trip,
         "absolute_tokens_per_s": absolute(table, others),
@@ -291,6 +353,15 @@ def run(args) -> int:
     print(format_table(table, round_trip, report["absolute_tokens_per_s"]))
     print(json.dumps({"results": str(path), "total_s": round(report["total_seconds"], 1)}))
     return 0
+
+
+def _guarded(stage, *args) -> dict:
+    """A stage after the served rounds: its failure is recorded, not lost with the rounds."""
+    try:
+        return stage(*args)
+    except Exception as exc:  # recorded in the results file and printed
+        print(f"serving_vllm: {stage.__name__} failed: {exc!r}", file=sys.stderr)
+        return {"error": f"{type(exc).__name__}: {str(exc)[:500]}"}
 
 
 def _portable(text: str, paths: dict) -> str:

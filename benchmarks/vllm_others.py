@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import pickle
 import subprocess
 import sys
 from pathlib import Path
@@ -31,20 +32,23 @@ ROOT = Path(__file__).resolve().parent.parent
 ROUND_TRIP_K = 4
 
 
-def direct_alpha(dirs, prompts, max_tokens: int, continuations=None) -> dict:
+def direct_alpha(dirs, prompts, max_tokens: int, continuations=None, own: bool = True) -> dict:
     """α of the 0.5B against the 1.5B measured directly (teacher-forced, transformers backend,
     bf16 as vLLM runs them) on ``prompts``: along the transformers target's own greedy
-    continuations (EOS ignored), and, given vLLM's ``continuations``, along those."""
+    continuations (EOS ignored; unless not ``own``), and, given vLLM's ``continuations``,
+    along those."""
     from realrun.family import load_family
     from realrun.measure import _acceptances, measure_acceptance
     from simulate.decoder.sampling import Decoding
 
     family = load_family([str(d) for d in dirs], device="cpu", dtype="bfloat16", names=vc.KEYS)
-    own = measure_acceptance(
-        family.chain, prompts, max_new_tokens=max_tokens, leniences=(1.0,), decoding=Decoding(),
-        eos_token_id=None, progress=True,
-    )  # fmt: skip
-    out = {"own_continuations": _summary(own.runs[(1.0, 0, 1)])}
+    out = {}
+    if own:
+        got = measure_acceptance(
+            family.chain, prompts, max_new_tokens=max_tokens, leniences=(1.0,),
+            decoding=Decoding(), eos_token_id=None, progress=True,
+        )  # fmt: skip
+        out["own_continuations"] = _summary(got.runs[(1.0, 0, 1)])
     if continuations is not None:
         runs = [
             _acceptances(family.chain, list(p), list(c), (1.0,), Decoding())[(1.0, 0, 1)]
@@ -73,15 +77,20 @@ def round_trip(dirs, ids, args, metrics_dir) -> dict:
     prompts = ids["held_out"]
     spec = {"method": "draft_model", "model": str(dirs[1]), "num_speculative_tokens": ROUND_TRIP_K}
     b = max(args.batch_sizes)
-    with vc.server(dirs[0], vc.KEYS[0], spec, args) as s:
-        before = s.metrics()
-        got = synchronized_rounds(
-            s, prompts, b, len(prompts) // b, args.max_tokens, extra={"return_token_ids": True}
-        )
-        after = s.metrics()
     files = [metrics_dir / f"vllm_round_trip_{w}.prom" for w in ("before", "after")]
-    for path, text in zip(files, (before, after), strict=True):
-        path.write_text(text)
+    raw = args.out / "serving_vllm_round_trip_raw.pkl"
+    if getattr(args, "from_raw", False) and raw.is_file():
+        got = pickle.loads(raw.read_bytes())
+    else:
+        with vc.server(dirs[0], vc.KEYS[0], spec, args) as s:
+            before = s.metrics()
+            got = synchronized_rounds(
+                s, prompts, b, len(prompts) // b, args.max_tokens, extra={"return_token_ids": True}
+            )
+            after = s.metrics()
+        raw.write_bytes(pickle.dumps(got))
+        for path, text in zip(files, (before, after), strict=True):
+            path.write_text(text)
     cmd = [
         sys.executable,
         "-m",
@@ -132,8 +141,12 @@ def compare(server: dict, direct: dict) -> dict:
 
 def other_engines(ids, args) -> dict:
     """Decode tokens/s of llama-server (no speculation, 2 threads) at every batch size, and of
-    AR and our recommended cascade on the transformers backend at batch 1, same prompts."""
-    return {"tokens_per_s": {**llama_server(ids["held_out"], args), **our_cascade(ids, args)}}
+    AR and our recommended cascade on the transformers backend at batch 1 (unless
+    ``args.skip_cascade``), same prompts."""
+    got = llama_server(ids["held_out"], args)
+    if getattr(args, "skip_cascade", False):
+        return {"tokens_per_s": got, "not_done": "our cascade on the transformers backend"}
+    return {"tokens_per_s": {**got, **our_cascade(ids, args)}}
 
 
 def llama_server(prompts, args) -> dict:
@@ -196,6 +209,11 @@ def main(argv: list[str] | None = None) -> int:
         help="a serving_vllm_qwen.json: measure along its vLLM continuations and write the "
         "comparison into its round_trip",
     )
+    p.add_argument(
+        "--only-vllm-continuations",
+        action="store_true",
+        help="with --merge: measure along vLLM's continuations only (not the target's own)",
+    )
     p.add_argument("--max-tokens", type=int, default=64)
     p.add_argument("--measure-prompts", type=int, default=8)
     p.add_argument("--limit", type=int, default=16)
@@ -205,7 +223,8 @@ def main(argv: list[str] | None = None) -> int:
     ids = vc.prompt_ids(dirs[0], args.measure_prompts, args.limit)
     report = json.loads(args.merge.read_text()) if args.merge else None
     cont = report["round_trip"]["vllm_continuations"] if report else None
-    got = direct_alpha(dirs, ids["held_out"][: len(cont) if cont else None], args.max_tokens, cont)
+    prompts = ids["held_out"][: len(cont) if cont else None]
+    got = direct_alpha(dirs, prompts, args.max_tokens, cont, not args.only_vllm_continuations)
     args.direct_alpha.write_text(json.dumps(got, indent=1))
     if report is not None:
         report["round_trip"]["summary"] = compare(report["round_trip"]["server"], got)

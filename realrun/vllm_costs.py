@@ -113,7 +113,9 @@ def ngram_counts(rounds: Iterable[Round]) -> NgramCounts:
         row_steps += sum(s.generation_requests for s in r.decode_steps)
         for resp in r.responses:
             spec = resp["metrics"].get("speculative_decoding") or {}
-            drafted, got = spec.get("per_step_drafted", []), spec.get("per_step_accepted", [])
+            # absent or null where the request ran no verify step (a schedule's k = 0)
+            drafted = spec.get("per_step_drafted") or []
+            got = spec.get("per_step_accepted") or []
             if len(drafted) != len(got):
                 raise ValueError("per_step_drafted and per_step_accepted differ in length")
             for d, a in zip(drafted, got, strict=True):

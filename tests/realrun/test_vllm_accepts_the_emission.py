@@ -2,9 +2,9 @@
 ``--speculative-config`` (a draft model with a per-batch-size schedule, and an n-gram lookup),
 model names mapped to the converted Qwen directories, goes through vLLM's own argument parser,
 engine-config and ``SpeculativeConfig`` validation and the scheduler's schedule lookup, in
-vLLM's environment (benchmarks/install_vllm.sh). Skipped where that environment or the
-converted weights are missing (CI: docs/serving.md, "CI"); benchmarks/serving_vllm.py repeats
-the check on the configuration it serves."""
+vLLM's environment (benchmarks/install_vllm.sh). Marked slow (``pytest -m slow``); skipped
+where that environment or the converted weights are missing (CI: docs/serving.md, "CI");
+benchmarks/serving_vllm.py repeats the check on the configurations it serves."""
 
 from __future__ import annotations
 
@@ -44,11 +44,14 @@ def _dirs() -> dict[str, Path]:
 
 
 PYTHON, DIRS = _python(), _dirs()
-pytestmark = pytest.mark.skipif(
-    PYTHON is None or len(DIRS) < 2,
-    reason="needs vLLM's environment (benchmarks/install_vllm.sh) and the converted Qwen "
-    "1.5B/0.5B weights (benchmarks/fetch_weights.py)",
-)
+pytestmark = [
+    pytest.mark.slow,  # each check starts vLLM's python (about 20 s); CI has no vLLM anyway
+    pytest.mark.skipif(
+        PYTHON is None or len(DIRS) < 2,
+        reason="needs vLLM's environment (benchmarks/install_vllm.sh) and the converted Qwen "
+        "1.5B/0.5B weights (benchmarks/fetch_weights.py)",
+    ),
+]
 
 
 def _qwen_set(keep: str) -> model_io.ModelSet:
