@@ -1,22 +1,24 @@
-"""The numerics search, staged against exhaustive, side by side in one run.
+"""The numerics search, staged against exhaustive, on the same family and prompts.
 
 Both measure the same family on the same measuring prompts with ``dtype="auto"`` and
 ``threads="auto"`` (:mod:`realrun.numerics`):
 
 * ``exhaustive`` — every candidate ``(dtype, threads)`` gets the full cost curve (all
-  rounds) and its batch-invariance check (α once, as in the staged search; the search
-  before the stages also measured α once per dtype, which this baseline leaves out, so the
-  ratio below understates the saving);
-* ``staged`` — the default search: the two-pass bound, the short curve, confirmation, and
-  batch invariance only until one candidate is eligible.
+  rounds) and its batch-invariance check; the choice is the highest-scoring eligible one;
+* ``staged`` — the default search: the quick-look bound, the short curve, batch invariance
+  before confirmation, and only the candidates that can still win confirmed.
 
-It prints the wall time of each, their ratio, each one's choice and its two-line account,
-and the score of every candidate in both; ``--json PATH`` writes it all with the CPU.
+It prints the wall time of each, their ratio, each one's choice and its account, and every
+candidate's score and the rule that excluded it; ``--json PATH`` writes it all with the CPU
+and each search's wall time by kind of work (loading, quick look, α, curves, batch
+invariance). The exhaustive search of a three-model family takes longer than one timing
+run should hold the machine, so ``--dtypes`` runs it over some dtypes only and
+``--exhaustive-from FILE ...`` joins such runs (same machine, models and prompts): the
+choice is then the highest-scoring eligible candidate over all of them.
 
 Run: ``.venv/bin/python benchmarks/numerics_search.py MODEL [MODEL ...] [--mag]
-[--limit 8] [--json PATH]`` (e.g. the Qwen2.5-Coder 0.5B GGUF with ``--mag``, as
-``benchmarks/fetch_weights.py --models qwen-0.5b`` caches it). About 15 min for a 0.5B model
-on a 2-core CPU.
+[--limit 8] [--json PATH]`` (target first; e.g. the Qwen2.5-Coder 1.5B and 0.5B GGUFs with
+``--mag``, as ``benchmarks/fetch_weights.py`` caches them).
 """
 
 from __future__ import annotations
@@ -26,79 +28,122 @@ import json
 import time
 from pathlib import Path
 
-from realrun.numerics import Measured, measure_numerics
+from realrun.numerics import CPU_DTYPES, Measured, measure_numerics
 from realrun.pipeline import cpu_description, split_prompts
 from simulate.decoder.sampling import Decoding
 
 
-def search(models: list[str], mag: bool, limit: int, exhaustive: bool) -> tuple[Measured, float]:
-    """One search over the first ``limit`` prompts; (what it measured, wall seconds)."""
-    measuring, _ = split_prompts("all", limit, None, held_out=False)
+def search(args: argparse.Namespace, exhaustive: bool, dtype: str) -> tuple[Measured, float]:
+    """One search over the first ``--limit`` prompts; (what it measured, wall seconds)."""
+    measuring, _ = split_prompts(args.prompts, args.limit, None, held_out=False)
     start = time.perf_counter()
     measured = measure_numerics(
-        models,
+        args.models,
         measuring,
-        mag=mag,
+        mag=args.mag,
         bigram=None,
         device="cpu",
-        dtype="auto",
+        dtype=dtype,
         threads="auto",
-        max_new_tokens=32,
+        max_new_tokens=args.max_new_tokens,
         leniences=(1.0, 2.0, 3.0, 5.0),
         decoding=Decoding(),
         k_max=12,
         exhaustive=exhaustive,
+        batch_invariance=args.batch_invariance,
         progress=False,
     )
     return measured, time.perf_counter() - start
 
 
 def record(measured: Measured, seconds: float) -> dict:
+    meta = measured.model_set.metadata
     return {
         "seconds": seconds,
         "choice": {"dtype": measured.family.dtype, "threads": measured.threads},
         "summary": list(measured.summary),
+        "seconds_by_work": meta.get("numerics_seconds"),
         "trials": [t.to_dict() for t in measured.trials],
     }
+
+
+def joined(parts: list[dict]) -> dict:
+    """Partial exhaustive runs (over some dtypes each) as one: every trial, the summed wall
+    time, the highest-scoring eligible candidate as the choice."""
+    trials = [t for p in parts for t in p["trials"]]
+    eligible = [t for t in trials if t.get("eligible")] or trials
+    best = max(eligible, key=lambda t: t["predicted_tokens_per_s"])
+    return {
+        "seconds": sum(p["seconds"] for p in parts),
+        "choice": {"dtype": best["dtype"], "threads": best["threads"]},
+        "summary": [line for p in parts for line in p["summary"]],
+        "seconds_by_work": [p.get("seconds_by_work") for p in parts],
+        "trials": trials,
+        "runs": len(parts),
+    }
+
+
+def show(name: str, run: dict) -> None:
+    print(f"{name}: {run['seconds']:.0f} s, chose {run['choice']}")
+    print(*("  " + line for line in run["summary"]), sep="\n")
+    for t in run["trials"]:
+        score = t.get("predicted_tokens_per_s", t.get("upper_bound_tokens_per_s"))
+        why = t.get("excluded_by") or "chosen"
+        print(
+            f"    {t['dtype']:>9} x {t['threads']}  {t['stage']:<11}  {score:6.2f} tokens/s  {why}"
+        )
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("models", nargs="+", help="target first, then drafters")
     parser.add_argument("--mag", action="store_true", help="append Max-Gram")
+    parser.add_argument("--prompts", default="all")
     parser.add_argument("--limit", type=int, default=8, help="measuring prompts (default: 8)")
+    parser.add_argument("--max-new-tokens", type=int, default=32)
+    parser.add_argument("--batch-invariance", choices=("strict", "near-ties"), default="strict")
     parser.add_argument("--json", type=Path, help="write the results here")
+    parser.add_argument(
+        "--only", choices=("staged", "exhaustive"), help="run one search (default: both)"
+    )
+    parser.add_argument(
+        "--dtypes", nargs="+", choices=CPU_DTYPES, help="exhaustive over these dtypes only"
+    )
     parser.add_argument(
         "--exhaustive-from",
         type=Path,
-        help="take the exhaustive search from this earlier --json file (same machine, same "
-        "models) instead of running it again",
+        nargs="+",
+        help="take the exhaustive search from these earlier --json files (same machine, models "
+        "and prompts; partial runs over some dtypes are joined) instead of running it",
     )
     args = parser.parse_args(argv)
     runs = {}
     if args.exhaustive_from:
-        runs["exhaustive"] = json.loads(args.exhaustive_from.read_text())["exhaustive"]
-    for name, exhaustive in (("exhaustive", True), ("staged", False)):
-        if name in runs:
-            continue
-        measured, seconds = search(args.models, args.mag, args.limit, exhaustive)
-        runs[name] = record(measured, seconds)
-        del measured
-        print(f"{name}: {seconds:.0f} s, chose {runs[name]['choice']}")
-        print(*("  " + line for line in runs[name]["summary"]), sep="\n")
-        for t in runs[name]["trials"]:
-            score = t.get("predicted_tokens_per_s", t.get("upper_bound_tokens_per_s"))
-            print(f"    {t['dtype']:>9} x {t['threads']}  {t['stage']:<11}  {score:.2f} tokens/s")
-    ex, st = runs["exhaustive"], runs["staged"]
-    print(
-        f"staged / exhaustive wall time: {st['seconds'] / ex['seconds']:.3f}; "
-        f"same choice: {ex['choice'] == st['choice']}"
-    )
+        runs["exhaustive"] = joined(
+            [json.loads(p.read_text())["exhaustive"] for p in args.exhaustive_from]
+        )
+    todo = [args.only] if args.only else ["exhaustive", "staged"]
+    for name in [n for n in todo if n not in runs]:
+        if name == "exhaustive" and args.dtypes:
+            parts = [record(*search(args, True, d)) for d in args.dtypes]
+            runs[name] = joined(parts)
+        else:
+            runs[name] = record(*search(args, name == "exhaustive", "auto"))
+        show(name, runs[name])
+    if "exhaustive" in runs and "staged" in runs:
+        ex, st = runs["exhaustive"], runs["staged"]
+        print(
+            f"staged / exhaustive wall time: {st['seconds'] / ex['seconds']:.3f}; "
+            f"same choice: {ex['choice'] == st['choice']}"
+        )
     if args.json:
         out = {
             "models": [Path(m).name for m in args.models],
             "mag": args.mag,
+            "prompts": args.prompts,
             "measuring_prompts": args.limit,
+            "max_new_tokens": args.max_new_tokens,
+            "batch_invariance": args.batch_invariance,
             "cpu": cpu_description(),
             **runs,
         }

@@ -3,9 +3,11 @@
 Every speed-up of a run is measured against one AR method (:mod:`realrun.side_by_side`):
 transformers' own ``generate`` for greedy decoding of a transformers model (the decoding
 users compare with), otherwise our decoder with the target alone (``K`` empty). The
-measuring phase times the *same* method (:func:`ar_timer`, used by
-:func:`realrun.timing.time_family`), so the unit of every cost curve — one AR token — is
-what the run's AR pays, its loop and sampler included. Prompt prefill is excluded in both.
+measuring phase times the *same* method making the *same* call (:func:`ar_timer`, used by
+:func:`realrun.timing.time_family`: each round generates one measuring prompt from its
+prompt up to the run's ``max_new_tokens``), so the unit of every cost curve — one AR token —
+is what the run's AR pays, its loop, its sampler and its per-call setup included. Prompt
+prefill is excluded in both.
 """
 
 from __future__ import annotations

@@ -31,14 +31,16 @@ same formula is the i.i.d.-in-context approximation). Stored for lenience 1.
 
 Costs (:mod:`realrun.timing`)
 -----------------------------
-The neural models' passes, the decoder's verify work after the target's passes and a
-stretch of the run's own autoregressive decoding (:mod:`realrun.ar`) are timed
-**interleaved**, in rounds that cycle through the measuring prompts' contexts
-(:func:`realrun.timing.time_family`): each pass rolls back a rejected tail and feeds ``m``
-fresh positions onto the cached context, ``m`` on a grid up to ``max_m`` (linearly
-interpolated), the mean of the rounds with its standard error. The model set stores each
-model's **cost curve** ``cost_curve[i][m-1] = (t_i(m) + v_i(m)) / t_AR`` — a pass plus the
-decoder's work after it, in units of one autoregressive token as the run decodes it, so
+The neural models' passes, the decoder's verify work after the target's passes and the
+run's own autoregressive decoding (:mod:`realrun.ar`) are timed **interleaved**, in rounds
+that cycle through the measuring prompts (:func:`realrun.timing.time_family`): each pass
+rolls back a rejected tail and feeds ``m`` fresh positions onto the prompt and a uniformly
+drawn part of its continuation (the run's cache lengths), ``m`` on a grid up to ``max_m``
+(linearly interpolated), the mean of the rounds with its standard error; the
+autoregressive reference generates the round's prompt as the run does (up to
+``max_new_tokens``, EOS, prefill excluded). The model set stores each model's **cost
+curve** ``cost_curve[i][m-1] = (t_i(m) + v_i(m)) / t_AR`` — a pass plus the decoder's work
+after it, in units of one autoregressive token as the run decodes it, so
 ``cost_curve[0][0] = 1`` by definition — and ewif prices every pass at the size it really
 has (beyond ``max_m`` ewif extends a curve linearly through its last two points, never
 downwards). Max-Gram's curve is one point, its seconds per proposed token over ``t_AR``: a
@@ -59,6 +61,7 @@ from ewif.files.bootstrap_data import BootstrapData
 from ewif.files.model_set import ModelSet
 from ewif.kernel.pass_cost import max_row_cost
 from realrun.ar import ar_timer
+from realrun.context_fit import fit_context_cost
 from realrun.timing import ARTimer, FamilyTiming, PassTiming, time_family, time_proposer
 from realrun.vocabulary import check_logit_width
 from simulate.decoder.cascade import CascadeDecoder
@@ -328,28 +331,30 @@ def measure_costs(
     decoding: Decoding,
     repeats: int = 8,
     warmup: int = 1,
+    ar_tokens: int = 32,
     seed: int = 0,
     progress: bool = True,
 ) -> Costs:
     """Pass-cost curves of every model over the ``(prompt, continuation)`` contexts of the
     measuring prompts (module docstring): the neural models, the decoder's verify work and
-    the autoregressive reference ``ar`` interleaved in ``repeats`` rounds
+    the autoregressive reference ``ar`` (generating each prompt up to ``ar_tokens`` tokens,
+    the run's ``max_new_tokens``) interleaved in ``repeats`` rounds
     (:func:`realrun.timing.time_family`); every proposer timed proposing ``max_m`` tokens
     along each context."""
     pairs = [([int(t) for t in p], [int(t) for t in c]) for p, c in contexts]
     if not pairs:
         raise ValueError("contexts must hold at least one (prompt, continuation) pair")
-    full = [p + c for p, c in pairs]
     neural = [m for m in models if isinstance(m, TokenModel)]
     with tqdm(total=repeats, desc="measure cost", unit="round", disable=not progress) as bar:
         family = time_family(
             neural,
-            full,
+            pairs,
             max_m,
             ar=ar,
             decoding=decoding,
             rounds=repeats,
             warmup=warmup,
+            ar_tokens=ar_tokens,
             seed=seed,
             progress=bar.update,
         )
@@ -358,12 +363,11 @@ def measure_costs(
         for m in models
         if not isinstance(m, TokenModel)
     }
-    used = [full[r % len(full)] for r in range(warmup, warmup + repeats)]
     return Costs(
         tuple(m.name for m in models),
         family,
         proposers,
-        round(float(np.mean([len(f) for f in used]))),
+        round(float(np.mean(family.contexts))),
         repeats,
         warmup,
     )
@@ -404,9 +408,11 @@ def assemble_model_set(
     max_position: int = 16,
     metadata: dict | None = None,
 ) -> ModelSet:
-    """Step 3 of :func:`measure`: the ``csd.models/6`` model set of ``names`` (target first)."""
+    """Step 3 of :func:`measure`: the ``csd.models/6`` model set of ``names`` (target first),
+    with how its costs move with the context length (:mod:`realrun.context_fit`)."""
     decoding = acceptance.decoding
     curves = costs.curves
+    fitted = fit_context_cost(costs.family, names, curves, costs.unit_seconds)
     meta = {
         "source": "realrun.measure",
         "acceptance": "teacher-forced on the target's continuations"
@@ -425,7 +431,8 @@ def assemble_model_set(
         "positions returning all m logit rows + the decoder's work after it) / seconds of "
         "one autoregressive token as the run decodes it (cost_curve[0][0] = 1); passes, "
         "verify work and AR timed interleaved in rounds over the measuring contexts, m on a "
-        "grid, linear in between; row_cost[i] = what one logit row adds to drafter i's "
+        "grid, linear in between, at the run's cache lengths, AR generating each measuring "
+        "prompt as the run does; row_cost[i] = what one logit row adds to drafter i's "
         "two-position pass (paired, same rounds), in the same unit; proposers: seconds per "
         "proposed token",
         "ar_seconds_per_token": costs.unit_seconds,
@@ -444,6 +451,7 @@ def assemble_model_set(
         else costs.family.decoder.to_dict(),
         **({"row_cost_bounded": bounded} if (bounded := costs.row_cost_bounds()) else {}),
         "timing_context_tokens": costs.context_tokens,
+        "context_fit": None if fitted is None else fitted[1],
         "repeats": costs.repeats,
         "warmup": costs.warmup,
         **costs.extra,
@@ -459,6 +467,7 @@ def assemble_model_set(
         cost_curve=curves,
         catch_up=catch_up_flags(costs),
         row_cost=costs.row_cost,
+        context_cost=None if fitted is None else fitted[0],
         bootstrap=BootstrapData(acceptance.by_prompt(), costs.curve_stderr(), acceptance.traces())
         if len(acceptance.contexts) >= 2
         else None,
@@ -537,6 +546,7 @@ def measure(
         max_m=max_m,
         ar=ar_timer(models[0], decoding, eos_token_id, seed) if ar is None else ar,
         decoding=decoding,
+        ar_tokens=max_new_tokens,
         repeats=repeats,
         warmup=warmup,
         seed=seed,

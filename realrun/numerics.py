@@ -9,65 +9,59 @@ threads ``1..cores`` — competes on its **score**, the predicted throughput
 
 the recommended configuration's exact EWIF (autoregressive decoding when nothing beats it)
 over the seconds of one autoregressive token as the run decodes it (:mod:`realrun.ar`). The
-winner is the highest-scoring *eligible* candidate: the target's argmax of a pass over
-``m`` positions agrees with ``m`` single passes on at least ``min_agreement`` of the checked
-positions (:mod:`realrun.invariance`; greedy speculative decoding is lossless only then).
-On a GPU ``"auto"`` is bfloat16 (float16 where unsupported) and is not measured; the
-llama.cpp backend has one dtype, the file's own, so only the thread count is searched.
+winner is the highest-scoring *eligible* candidate: its target's greedy choices do not
+change between a pass over ``m`` positions and ``m`` single passes, under the rule the user
+picks (``batch_invariance``: ``strict``, bit-equal greedy, the default, or ``near-ties``,
+equal up to the dtype's near-ties; :mod:`realrun.invariance`). On a GPU ``"auto"`` is
+bfloat16 (float16 where unsupported) and is not measured; the llama.cpp backend has one
+dtype, the file's own, so only the thread count is searched.
 
-Measuring every candidate in full (α, a cost curve, batch invariance) took 12.5 min for a
-0.5B model here (11.7 min with the interleaved harness), 16 min on an AVX2 machine. The
-search below reaches the same winner with far less work, in five stages
-(:func:`measure_numerics`):
+The search runs in named stages (:class:`_Search`); every candidate it does not choose is
+recorded with the rule that excluded it (:data:`realrun.numerics_trials.EXCLUSIONS`), and
+the account of the choice names every candidate predicted faster than the choice, with its
+reason (:func:`realrun.numerics_trials.summary`):
 
-0. **A quick look, then the most promising first.** Every candidate's target is timed on
-   two passes (``m = 1, 2``, ``screen_repeats`` rounds, on the first measuring prompt); the
-   candidates are then taken fastest first (the dtypes in the order of their fastest
-   candidate, so each is loaded once), so the first one measured in full is usually the one
-   to beat and the others stop at the cheap stages below.
-1. **α once.** Acceptance is measured in the first candidate's dtype only and every
-   candidate is scored with it: the dtypes differ in what a pass costs, not (beyond
-   rounding) in what the models predict. If another dtype wins, α is measured again in that
-   dtype, so the model set's α is always measured in the numerics it describes.
-2. **A bound from the quick look.** No configuration can beat
+0. **Quick look** (:meth:`_Search.quick_look`): every neural model's passes over
+   ``m = 1..4`` are timed for every candidate on the first measuring prompt, one load per
+   dtype.
+1. **α once** (:meth:`_Search.measure_alpha`), in the dtype loaded last; every candidate is
+   scored with it (the dtypes differ in what a pass costs, not, beyond rounding, in what the
+   models predict). If another dtype wins, α is measured again in it, so the model set's α
+   is always measured in the numerics it describes.
+2. **The quick-look bound** (:func:`realrun.numerics_trials.throughput_bound`): the
+   recommendation on floor curves no real pass goes below bounds every configuration's
+   throughput; candidates are taken in order of their bound (one dtype at a time) and one
+   whose bound is below the best *eligible* score stops here.
+3. **A short curve** (``screen_repeats`` rounds after the warm-up): a candidate scoring more
+   than ``margin`` below the best eligible score stops here.
+4. **Batch invariance**, before the rest of the curve (it is cheaper): a candidate that
+   could beat the best eligible one but changes greedy choices under the rule stops here.
+5. **Confirmed**: the remaining ``repeats − screen_repeats`` rounds, pooled with the first
+   (the same measurement as a full one), and the final score.
 
-       U = 1 / ((1 − α_max) · min(t_0(1), t_0(2)))   tokens/s,
-
-   since a step makes at most ``Σ_i α_max^i < 1/(1 − α_max)`` tokens (``α_max`` the largest
-   acceptance the target grants any drafter — the α ewif prices; tested against the
-   recommendation on random sets) and pays at least one target pass, which costs no less
-   than ``min(t_0(1), t_0(2))`` (the curve does not dip below its first two points; it
-   rises with ``m`` beyond them). A candidate with ``U`` below the best confirmed score
-   cannot win and stops here.
-3. **A short curve.** Survivors get cost curves of every model from ``screen_repeats``
-   rounds (after the warm-up). A candidate whose score from them falls more than
-   ``margin`` below the best confirmed score stops here.
-4. **Confirmed.** The rest get the remaining ``repeats − screen_repeats`` rounds (pooled
-   with the first: the same measurement as a full one) and their final score. Batch
-   invariance is checked last, in order of score, until one candidate is eligible.
-
-``exhaustive=True`` measures every candidate in full (the baseline of
-``benchmarks/numerics_search.py``).
+Every bar is the best *eligible* score, so a candidate is never dropped in favour of one
+that batch invariance later excludes. ``exhaustive=True`` measures every candidate in full
+and checks every one (the baseline of ``benchmarks/numerics_search.py``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
 
-import numpy as np
 import torch
 from tqdm.auto import tqdm
 
 from ewif.base import validate
 from ewif.files.model_set import ModelSet
-from ewif.search.recommendation import Recommendation, recommend
+from ewif.search.recommendation import recommend
 from realrun.ar import ar_timer
 from realrun.family import Family, load_family, set_threads
-from realrun.invariance import Invariance, batch_invariance
+from realrun.invariance import RULES, batch_invariance
 from realrun.loading import select_device
 from realrun.measure import (
     Acceptance,
@@ -77,65 +71,34 @@ from realrun.measure import (
     measure_acceptance,
     measure_costs,
 )
-from realrun.methods import recommendation_record
+from realrun.numerics_trials import (
+    QUICK_M,
+    STAGES,
+    NumericsTrial,
+    score,
+    summary,
+    throughput_bound,
+)
 from realrun.prompts import Prompt, encode
 from realrun.timing import time_passes
+from simulate.decoder.interface import TokenModel
 from simulate.decoder.sampling import Decoding
 
 CPU_DTYPES = ("float32", "bfloat16", "float16")
-#: How each candidate's search ended (module docstring, stages 2–4).
-STAGES = ("bound", "short curve", "confirmed")
-
-
-@dataclass(frozen=True)
-class NumericsTrial:
-    """One numerics candidate and how far the search took it: ``stage`` is where it stopped
-    (:data:`STAGES`); ``score`` is the bound ``U`` at stage ``"bound"``, else the predicted
-    tokens/s of ``recommendation``; ``ar_token_s`` the seconds of one autoregressive token
-    (at stage ``"bound"`` the target's one-token pass, a lower bound of it);
-    ``invariance`` is None where it was not checked."""
-
-    dtype: str
-    threads: int
-    ar_token_s: float
-    stage: str
-    score: float
-    recommendation: Recommendation | None = None
-    invariance: Invariance | None = None
-    min_agreement: float = 0.99
-
-    @property
-    def eligible(self) -> bool | None:
-        """Batch invariance at least ``min_agreement`` (None: not checked)."""
-        return None if self.invariance is None else self.invariance.rate >= self.min_agreement
-
-    @property
-    def label(self) -> str:
-        return f"{self.dtype} × {self.threads} thread{'s' * (self.threads != 1)}"
-
-    def to_dict(self) -> dict:
-        out: dict = {
-            "dtype": self.dtype,
-            "threads": self.threads,
-            "ar_seconds_per_token": self.ar_token_s,
-            "stage": self.stage,
-            ("upper_bound_tokens_per_s" if self.stage == "bound" else "predicted_tokens_per_s"): (
-                self.score
-            ),
-        }
-        if self.recommendation is not None:
-            out["recommendation"] = recommendation_record(self.recommendation)
-        if self.invariance is not None:
-            out["batch_invariance"] = self.invariance.to_dict()
-            out["eligible"] = self.eligible
-        return out
+#: The arguments of :func:`measure_numerics` that :func:`search_settings` takes.
+_SETTINGS_ARGUMENTS = (
+    "device", "dtype", "threads", "backend", "max_new_tokens", "leniences", "decoding", "k_max",
+    "max_m", "repeats", "warmup", "screen_repeats", "exhaustive", "margin", "min_agreement",
+    "batch_invariance", "invariance_positions", "progress",
+)  # fmt: skip
+__all__ = ["CPU_DTYPES", "STAGES", "Measured", "NumericsTrial", "measure_numerics"]
 
 
 @dataclass
 class Measured:
     """What the measuring split produced: the family (in the chosen numerics), its model set,
     the numerics trials (empty when numerics were given), the chosen thread count and the
-    two-line account of the choice (empty when given)."""
+    account of the choice (empty when given)."""
 
     family: Family
     model_set: ModelSet
@@ -144,31 +107,291 @@ class Measured:
     summary: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True)
+class SearchSettings:
+    """What the search was asked: the candidates' dtypes and thread counts, and how to
+    measure and judge them (:func:`measure_numerics`)."""
+
+    dtypes: tuple[str, ...]
+    counts: tuple[int, ...]
+    max_new_tokens: int
+    leniences: tuple[float, ...]
+    decoding: Decoding
+    k_max: int
+    max_m: int
+    repeats: int = 10
+    warmup: int = 1
+    screen_repeats: int = 2
+    exhaustive: bool = False
+    margin: float = 0.15
+    min_agreement: float = 0.99
+    rule: str = "strict"
+    invariance_positions: int = 48
+    progress: bool = True
+
+    @property
+    def searching(self) -> bool:
+        return len(self.dtypes) * len(self.counts) > 1
+
+
 @dataclass
 class _Candidate:
-    """A confirmed candidate while the search runs (its family is released unless it leads)."""
+    """A candidate while the search runs: its numerics, its quick-look bound, its costs so
+    far and its trial (None until a stage ends)."""
 
-    trial: NumericsTrial
-    costs: Costs
-    family: Family | None
-
-
-def alpha_max(acceptance: Acceptance, n_models: int) -> float:
-    """The largest acceptance the target grants any drafter: the largest mean α of its row,
-    the α ewif prices (stage 2 of the module docstring)."""
-    return float(np.nanmax(acceptance.alpha(n_models)[1.0][0, 1:]))
+    dtype: str
+    threads: int
+    bound: float | None = None
+    costs: Costs | None = None
+    trial: NumericsTrial | None = None
 
 
-def throughput_bound(a_max: float, one: float, two: float) -> float:
-    """``U = 1 / ((1 − α_max) · min(t(1), t(2)))`` tokens/s; ``inf`` when ``α_max = 1``."""
-    floor = min(one, two)
-    if a_max >= 1.0 or floor <= 0:
-        return float("inf")
-    return 1.0 / ((1.0 - a_max) * floor)
+@dataclass
+class _Search:
+    """The search's state, passed from stage to stage (module docstring)."""
 
+    settings: SearchSettings
+    measuring: list[Prompt]
+    load: Callable[[str], Family]
+    families: dict[str, Family] = field(default_factory=dict)
+    acceptance: Acceptance | None = None
+    alpha_dtype: str = ""
+    quick: dict[tuple[str, int], dict[str, list[float]]] = field(default_factory=dict)
+    labels: dict[str, str] = field(default_factory=dict)  # requested dtype -> family.dtype
+    candidates: list[_Candidate] = field(default_factory=list)
+    best: _Candidate | None = None
+    seconds: dict[str, float] = field(default_factory=dict)  # wall time by kind of work
 
-def _score(rec: Recommendation, ar_token_s: float) -> float:
-    return max(rec.ewif, 1.0) / ar_token_s
+    @contextlib.contextmanager
+    def timed(self, work: str) -> Iterator[None]:
+        """Add the block's wall time to ``seconds[work]``."""
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds[work] = self.seconds.get(work, 0.0) + time.perf_counter() - start
+
+    # ------------------------------------------------------------------ families
+    def family(self, dtype: str) -> Family:
+        """The family in ``dtype``, loaded once; at most one family besides the best
+        candidate's is kept in memory."""
+        if dtype not in self.families:
+            keep = None if self.best is None else self.best.dtype
+            for name in [d for d in self.families if d != keep]:
+                del self.families[name]
+            gc.collect()
+            with self.timed("load"):
+                self.families[dtype] = self.load(dtype)
+            self.labels[dtype] = self.families[dtype].dtype
+        return self.families[dtype]
+
+    def family_of(self, c: _Candidate) -> Family:
+        family = self.family(c.dtype)
+        set_threads(family, c.threads)
+        return family
+
+    @property
+    def best_score(self) -> float:
+        return 0.0 if self.best is None or self.best.trial is None else self.best.trial.score
+
+    # ------------------------------------------------------------------ stages 0-2
+    def quick_look(self) -> None:
+        """Stage 0: every neural model's passes over ``m = 1..4`` for every candidate."""
+        s = self.settings
+        for dtype in s.dtypes:
+            family = self.family(dtype)
+            context = encode(self.measuring[0], family.tokenizer)
+            for t in s.counts:
+                set_threads(family, t)
+                with self.timed("quick look"):
+                    self.quick[(dtype, t)] = {
+                        m.name: list(time_passes(m, context, QUICK_M, s.screen_repeats, 1).seconds)
+                        for m in family.chain
+                        if isinstance(m, TokenModel)
+                    }
+
+    def measure_alpha(self, dtype: str) -> None:
+        """Stage 1 (and at the end, when another dtype won): α in ``dtype``."""
+        s = self.settings
+        family = self.family(dtype)
+        set_threads(family, max(s.counts))
+        with self.timed("alpha"):
+            self.acceptance = measure_acceptance(
+                family.chain,
+                [encode(p, family.tokenizer) for p in self.measuring],
+                max_new_tokens=s.max_new_tokens,
+                leniences=s.leniences,
+                decoding=s.decoding,
+                eos_token_id=family.tokenizer.eos_token_id,
+                progress=s.progress,
+            )
+        self.alpha_dtype = family.dtype
+
+    def order_by_bound(self) -> None:
+        """Stage 2's order: every candidate's quick-look bound; dtypes in the order of their
+        best bound (each loaded once), within one the best bound first."""
+        assert self.acceptance is not None
+        names = next(iter(self.families.values())).names
+        alpha = self.acceptance.alpha(len(names))
+        for c in self.candidates:
+            quick = self.quick[(c.dtype, c.threads)]
+            c.bound = throughput_bound(names, alpha, quick, self.settings.k_max)
+        top = {d: max(c.bound or 0.0 for c in self.candidates if c.dtype == d) for d in self.labels}
+        self.candidates.sort(key=lambda c: (-top[c.dtype], -(c.bound or 0.0)))
+
+    # ------------------------------------------------------------------ stages 3-5
+    def run_candidate(self, c: _Candidate) -> None:
+        """Stages 2-5 for one candidate; its trial names the rule that stopped it."""
+        s = self.settings
+        bar = self.best_score
+        if not s.exhaustive and c.bound is not None and c.bound < bar:
+            one = self.quick[(c.dtype, c.threads)]
+            target = next(iter(one.values()))[0]
+            c.trial = self.trial(c, "bound", c.bound, target, excluded_by="quick-look bound")
+            return
+        self.measure_curve(c, s.screen_repeats, s.warmup, seed=0)
+        trial = self.scored(c, "short curve")
+        if not s.exhaustive and trial.score < (1.0 - s.margin) * bar:
+            c.trial = replace(trial, excluded_by="short curve")
+            return
+        if not s.exhaustive and not self.check_invariance(c):
+            c.trial = replace(c.trial, stage="invariance", excluded_by="batch invariance")
+            return
+        if s.repeats > s.screen_repeats:
+            self.measure_curve(c, s.repeats - s.screen_repeats, 0, seed=1)
+        self.scored(c, "confirmed")
+        if s.exhaustive and not self.check_invariance(c):
+            c.trial = replace(c.trial, excluded_by="batch invariance")
+        elif c.trial.score > self.best_score or self.best is None:
+            if self.best is not None:
+                self.best.trial = replace(self.best.trial, excluded_by="lower score")
+            self.best = c
+        else:
+            c.trial = replace(c.trial, excluded_by="lower score")
+
+    def measure_curve(self, c: _Candidate, rounds: int, warmup: int, seed: int) -> None:
+        """Stages 3 and 5: ``rounds`` more timing rounds of the family's passes and AR
+        (:func:`realrun.measure.measure_costs`), pooled with the candidate's earlier ones."""
+        family = self.family_of(c)
+        assert self.acceptance is not None
+        with self.timed("curves"):
+            more = self._costs(family, rounds, warmup, seed)
+        c.costs = more if c.costs is None else c.costs.merged(more)
+
+    def _costs(self, family: Family, rounds: int, warmup: int, seed: int) -> Costs:
+        s = self.settings
+        assert self.acceptance is not None
+        return measure_costs(
+            family.chain,
+            self.acceptance.contexts,
+            max_m=s.max_m,
+            ar=ar_timer(family.chain[0], s.decoding, family.tokenizer.eos_token_id, seed),
+            decoding=s.decoding,
+            repeats=rounds,
+            warmup=warmup,
+            ar_tokens=s.max_new_tokens,
+            seed=seed,
+            progress=s.progress,
+        )
+
+    def scored(self, c: _Candidate, stage: str) -> NumericsTrial:
+        """The candidate's trial at ``stage``: the recommendation on its curves so far."""
+        assert c.costs is not None
+        rec = recommend(self.model_set(c), k_max=self.settings.k_max)
+        unit = c.costs.unit_seconds
+        invariance = None if c.trial is None else c.trial.invariance
+        c.trial = replace(self.trial(c, stage, score(rec, unit), unit), recommendation=rec)
+        c.trial = replace(c.trial, invariance=invariance)
+        return c.trial
+
+    def trial(
+        self, c: _Candidate, stage: str, value: float, unit: float, excluded_by: str | None = None
+    ) -> NumericsTrial:
+        s = self.settings
+        return NumericsTrial(
+            self.labels[c.dtype],
+            c.threads,
+            unit,
+            stage,
+            value,
+            min_agreement=s.min_agreement,
+            rule=s.rule,
+            excluded_by=excluded_by,
+            bound=c.bound,
+        )
+
+    def model_set(self, c: _Candidate) -> ModelSet:
+        """The model set of the candidate's curves with the search's α."""
+        family = self.family_of(c)
+        assert self.acceptance is not None and c.costs is not None
+        return assemble_model_set(
+            check_models(family.chain),
+            self.acceptance,
+            c.costs,
+            metadata={"dtype": family.dtype, "threads": c.threads},
+        )
+
+    def check_invariance(self, c: _Candidate) -> bool:
+        """Stage 4: the target's batch invariance on the measuring continuations; True when
+        eligible under the rule."""
+        family = self.family_of(c)
+        assert self.acceptance is not None and c.trial is not None
+        s = self.settings
+        with self.timed("batch invariance"):
+            inv = batch_invariance(
+                family.chain[0], self.acceptance.contexts, m=4, max_positions=s.invariance_positions
+            )
+        c.trial = replace(c.trial, invariance=inv)
+        return bool(c.trial.eligible)
+
+    # ------------------------------------------------------------------ the choice
+    def choose(self) -> _Candidate:
+        """The best eligible candidate; if none is eligible, the highest agreement (then
+        score) among those checked, measured in full."""
+        if self.best is not None:
+            return self.best
+        checked = [c for c in self.candidates if c.trial and c.trial.invariance is not None]
+        chosen = max(checked, key=lambda c: (c.trial.invariance.rate, c.trial.score))
+        rest = self.settings.repeats - self.settings.screen_repeats
+        if chosen.trial.stage != "confirmed":
+            if rest > 0:
+                self.measure_curve(chosen, rest, 0, seed=1)
+            self.scored(chosen, "confirmed")
+        for c in checked:
+            if c is not chosen and c.trial.excluded_by is None:
+                c.trial = replace(c.trial, excluded_by="batch invariance")
+        chosen.trial = replace(chosen.trial, excluded_by=None)
+        return chosen
+
+    def finish(self, started: float) -> Measured:
+        """The chosen candidate's model set (α again in its dtype if it was measured in
+        another), its metadata and the account of the choice."""
+        chosen = self.choose()
+        family = self.family_of(chosen)
+        if family.dtype != self.alpha_dtype:
+            self.measure_alpha(chosen.dtype)
+            family = self.family_of(chosen)
+            self.scored(chosen, chosen.trial.stage)
+        model_set = self.model_set(chosen)
+        trials = [c.trial for c in self.candidates if c.trial is not None]
+        searched = self.settings.searching
+        lines = summary(chosen.trial, trials, time.perf_counter() - started) if searched else []
+        inv = chosen.trial.invariance
+        meta = {
+            **model_set.metadata,
+            "batch_invariance": None if inv is None else inv.to_dict(),
+            "batch_invariance_rule": self.settings.rule,
+            "numerics_trials": [t.to_dict() for t in trials] if searched else [],
+            "numerics_choice": "\n".join(lines) if searched else "given",
+            "numerics_seconds": {**self.seconds, "total": time.perf_counter() - started},
+        }
+        return Measured(
+            family,
+            replace(model_set, metadata=meta),
+            trials if searched else [],
+            chosen.threads,
+            tuple(lines),
+        )
 
 
 def measure_numerics(
@@ -191,206 +414,65 @@ def measure_numerics(
     exhaustive: bool = False,
     margin: float = 0.15,
     min_agreement: float = 0.99,
+    batch_invariance: str = "strict",
     invariance_positions: int = 48,
     names: Sequence[str] | None = None,
     progress: bool = True,
     backend: str = "transformers",
 ) -> Measured:
     """Measure the family on the measuring split, choosing dtype and threads when ``"auto"``
-    on a CPU by the staged search of the module docstring; returns the family loaded in the
+    on a CPU by the staged search of the module docstring (``batch_invariance``: the rule,
+    ``strict`` or ``near-ties``, :mod:`realrun.invariance`); returns the family loaded in the
     chosen numerics with its model set (α measured in those numerics)."""
-    min_agreement = validate.probability("min_agreement", min_agreement)
-    margin = validate.probability("margin", margin)
-    repeats = validate.count("repeats", repeats, minimum=1)
-    screen_repeats = min(validate.count("screen_repeats", screen_repeats, minimum=1), repeats)
-    max_m = 2 * k_max if max_m is None else validate.count("max_m", max_m, minimum=1)
-    on_cpu = backend == "llama.cpp" or select_device(device).type == "cpu"
-    if threads == "auto":
-        cores = os.cpu_count() or 1
-        counts = tuple(range(cores, 0, -1)) if on_cpu else (torch.get_num_threads(),)
-    else:
-        counts = (validate.count("threads", threads, minimum=1),)
-    dtypes = CPU_DTYPES if (dtype == "auto" and on_cpu and backend == "transformers") else (dtype,)
-    started = time.perf_counter()
+    given = locals()
+    settings = search_settings(**{name: given[name] for name in _SETTINGS_ARGUMENTS})
 
     def load(name: str) -> Family:
         return load_family(
             sources, mag=mag, bigram=bigram, device=device, dtype=name, names=names, backend=backend
         )
 
-    def acceptance_of(family: Family) -> Acceptance:
-        set_threads(family, max(counts))
-        return measure_acceptance(
-            family.chain,
-            [encode(p, family.tokenizer) for p in measuring],
-            max_new_tokens=max_new_tokens,
-            leniences=leniences,
-            decoding=decoding,
-            eos_token_id=family.tokenizer.eos_token_id,
-            progress=progress,
+    started = time.perf_counter()
+    search = _Search(settings, list(measuring), load)
+    search.candidates = [_Candidate(d, t) for d in settings.dtypes for t in settings.counts]
+    if settings.searching and not settings.exhaustive:
+        search.quick_look()
+    search.measure_alpha(next(reversed(search.families), settings.dtypes[0]))
+    if search.quick:
+        search.order_by_bound()
+    bar = tqdm(search.candidates, desc="numerics", unit="candidate", disable=not progress)
+    for candidate in bar:
+        search.run_candidate(candidate)
+    return search.finish(started)
+
+
+def search_settings(
+    *,
+    device: str,
+    dtype: str,
+    threads: int | str,
+    backend: str,
+    batch_invariance: str,
+    k_max: int,
+    max_m: int | None,
+    leniences: Sequence[float],
+    **given,
+) -> SearchSettings:
+    """The candidates (``"auto"``: every CPU dtype on transformers, every thread count
+    ``cores..1`` on a CPU) and the rest of the arguments of :func:`measure_numerics`,
+    checked, as :class:`SearchSettings` (``max_m`` None: ``2·k_max``)."""
+    if batch_invariance not in RULES:
+        raise ValueError(
+            f"batch_invariance must be one of {', '.join(RULES)}, got {batch_invariance!r}"
         )
-
-    def costs_of(family: Family, rounds: int, rounds_warmup: int, seed: int) -> Costs:
-        return measure_costs(
-            family.chain,
-            acceptance.contexts,
-            max_m=max_m,
-            ar=ar_timer(family.chain[0], decoding, family.tokenizer.eos_token_id, seed),
-            decoding=decoding,
-            repeats=rounds,
-            warmup=rounds_warmup,
-            seed=seed,
-            progress=progress,
-        )
-
-    def assembled(family: Family, costs: Costs, t: int) -> ModelSet:
-        return assemble_model_set(
-            check_models(family.chain),
-            acceptance,
-            costs,
-            metadata={"dtype": family.dtype, "threads": t},
-        )
-
-    trials: list[NumericsTrial] = []
-    confirmed: list[_Candidate] = []
-    acceptance: Acceptance | None = None
-    a_max, alpha_dtype = 0.0, ""
-    candidates = [(d, t) for d in dtypes for t in counts]
-    quick: dict[tuple[str, int], tuple[float, float]] = {}
-    loaded: dict[str, Family] = {}  # the family in use (at most one besides the leader)
-
-    def family_of(name: str) -> Family:
-        if name not in loaded:
-            loaded.clear()
-            gc.collect()
-            loaded[name] = load(name)
-        return loaded[name]
-
-    if len(candidates) > 1 and not exhaustive:  # stage 0: a quick look, fastest first
-        for name in dtypes:
-            family = family_of(name)
-            context = encode(measuring[0], family.tokenizer)
-            for t in counts:
-                set_threads(family, t)
-                two = time_passes(family.chain[0], context, 2, screen_repeats, warmup)
-                quick[(name, t)] = (two.seconds[0], two.seconds[1])
-        fastest = {d: min(min(quick[(d, t)]) for t in counts) for d in dtypes}
-        # the fastest dtype first (one load per dtype), fastest thread count first within it
-        candidates.sort(key=lambda c: (fastest[c[0]], min(quick[c])))
-    bar = tqdm(candidates, desc="numerics", unit="candidate", disable=not progress)
-    for name, t in bar:
-        family = family_of(name)
-        if acceptance is None:
-            acceptance = acceptance_of(family)
-            a_max, alpha_dtype = alpha_max(acceptance, len(family.chain)), family.dtype
-        set_threads(family, t)
-        best = max((c.trial.score for c in confirmed), default=0.0)
-        if confirmed and (name, t) in quick:
-            one, two = quick[(name, t)]
-            bound = throughput_bound(a_max, one, two)
-            if bound < best:
-                trials.append(NumericsTrial(family.dtype, t, one, "bound", bound))
-                continue
-        costs = costs_of(family, screen_repeats, warmup, seed=0)
-        rec = recommend(assembled(family, costs, t), k_max=k_max)
-        score = _score(rec, costs.unit_seconds)
-        if score < (1.0 - margin) * best and not exhaustive:
-            unit = costs.unit_seconds
-            trials.append(NumericsTrial(family.dtype, t, unit, "short curve", score, rec))
-            continue
-        if repeats > screen_repeats:
-            costs = costs.merged(costs_of(family, repeats - screen_repeats, 0, seed=1))
-        rec = recommend(assembled(family, costs, t), k_max=k_max)
-        unit = costs.unit_seconds
-        trial = NumericsTrial(
-            family.dtype, t, unit, "confirmed", _score(rec, unit), rec, None, min_agreement
-        )
-        confirmed.append(_Candidate(trial, costs, family))
-        top = max(confirmed, key=lambda c: c.trial.score)
-        for c in confirmed:
-            if c.trial.dtype != top.trial.dtype:
-                c.family = None
-    assert acceptance is not None and confirmed
-    chosen = _first_eligible(confirmed, acceptance, load, invariance_positions, exhaustive)
-    trials += [c.trial for c in confirmed]
-    family, costs, trial = chosen.family, chosen.costs, chosen.trial
-    assert family is not None
-    if family.dtype != alpha_dtype:
-        acceptance = acceptance_of(family)
-    set_threads(family, trial.threads)
-    model_set = assembled(family, costs, trial.threads)
-    if family.dtype != alpha_dtype:
-        rec = recommend(model_set, k_max=k_max)
-        final = replace(trial, recommendation=rec, score=_score(rec, trial.ar_token_s))
-        trials = [final if t is trial else t for t in trials]
-        trial = final
-    searched = len(trials) > 1
-    summary = _summary(trial, trials, time.perf_counter() - started) if searched else ()
-    meta = {
-        **model_set.metadata,
-        "batch_invariance": None if trial.invariance is None else trial.invariance.to_dict(),
-        "numerics_trials": [t.to_dict() for t in trials] if searched else [],
-        "numerics_choice": "\n".join(summary) if searched else "given",
-    }
-    return Measured(
-        family,
-        replace(model_set, metadata=meta),
-        trials if searched else [],
-        trial.threads,
-        summary,
-    )
-
-
-def _first_eligible(
-    confirmed: list[_Candidate],
-    acceptance: Acceptance,
-    load: Callable[[str], Family],
-    positions: int,
-    every: bool = False,
-) -> _Candidate:
-    """Stage 4's last step: check batch invariance in order of score until a candidate is
-    eligible (``every``: check them all); the first eligible one, else the highest
-    agreement."""
-    chosen = None
-    for c in sorted(confirmed, key=lambda c: -c.trial.score):
-        if c.family is None:
-            c.family = next(
-                (o.family for o in confirmed if o.family and o.trial.dtype == c.trial.dtype),
-                None,
-            ) or load(c.trial.dtype)
-        set_threads(c.family, c.trial.threads)
-        inv = batch_invariance(c.family.chain[0], acceptance.contexts, m=4, max_positions=positions)
-        c.trial = replace(c.trial, invariance=inv)
-        if c.trial.eligible and chosen is None:
-            chosen = c
-            if not every:
-                break
-    if chosen is not None:
-        return chosen
-    return max(confirmed, key=lambda c: c.trial.invariance.rate)
-
-
-def _summary(chosen: NumericsTrial, trials: list[NumericsTrial], seconds: float) -> tuple[str, str]:
-    """Two lines: what was chosen (score, recommendation, invariance) and why (how many
-    candidates each stage ruled out, the runner-up)."""
-    rec, inv = chosen.recommendation, chosen.invariance
-    assert rec is not None and inv is not None
-    what = rec.best.describe() if rec.decision == "speculative" else "autoregressive decoding"
-    first = (
-        f"numerics: {chosen.label}, predicted {chosen.score:.2f} tokens/s ({what}, EWIF "
-        f"{max(rec.ewif, 1.0):.3f}); batch invariance {inv.agreements}/{inv.positions}"
-        + ("" if chosen.eligible else " (none eligible: highest agreement taken)")
-    )
-    by_stage = {s: [t for t in trials if t.stage == s] for s in STAGES}
-    others = [t for t in by_stage["confirmed"] if t is not chosen]
-    runner = max(others, key=lambda t: t.score, default=None)
-    second = (
-        f"why: {len(trials)} candidates in {seconds:.0f} s; {len(by_stage['bound'])} ruled out "
-        f"by the two-pass bound, {len(by_stage['short curve'])} by a short curve"
-        + (
-            f"; runner-up {runner.label} at {runner.score:.2f} tokens/s"
-            if runner is not None
-            else ""
-        )
-    )
-    return first, second
+    given.update(rule=batch_invariance, k_max=k_max, leniences=tuple(leniences))
+    given["max_m"] = 2 * k_max if max_m is None else max_m
+    on_cpu = backend == "llama.cpp" or select_device(device).type == "cpu"
+    if threads == "auto":
+        cores = os.cpu_count() or 1
+        counts = tuple(range(cores, 0, -1)) if on_cpu else (torch.get_num_threads(),)
+    else:
+        counts = (validate.count("threads", threads, minimum=1),)
+    auto = dtype == "auto" and on_cpu and backend == "transformers"
+    screen = min(given.pop("screen_repeats"), given["repeats"])
+    return SearchSettings(CPU_DTYPES if auto else (dtype,), counts, screen_repeats=screen, **given)

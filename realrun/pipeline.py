@@ -36,7 +36,9 @@ from realrun.methods import (
     recommended_method,
 )
 from realrun.numerics import measure_numerics
+from realrun.predictions import method_lengths
 from realrun.prompts import Prompt, categories, encode, load_prompts, stratified
+from realrun.run_context import context_predictions, run_context, timing_at
 from realrun.side_by_side import run_side_by_side
 from simulate.decoder.sampling import Decoding
 
@@ -125,6 +127,7 @@ def run_pipeline(
     dtype: str = "auto",
     threads: int | str = "auto",
     k_max: int = 12,
+    batch_invariance: str = "strict",
     leniences: Sequence[float] = (1.0, 2.0, 3.0, 5.0),
     model_set: ModelSet | None = None,
     K: object | None = None,
@@ -141,7 +144,8 @@ def run_pipeline(
     :func:`load_family`; on llama.cpp the transformers baselines (hf-*) are left out and AR
     is the cascade decoder with the target alone. ``held_out_categories``: categories left
     out of the measuring split (:func:`split_prompts`); a measured model set carries α per
-    category (:func:`realrun.categories.with_categories`)."""
+    category (:func:`realrun.categories.with_categories`). ``batch_invariance`` is the numerics
+    search's rule (``strict`` or ``near-ties``, :mod:`realrun.invariance`)."""
     decoding = Decoding() if decoding is None else decoding
     measuring, held = split_prompts(
         prompts, measure_prompts, limit, held_out_categories=held_out_categories
@@ -157,13 +161,15 @@ def run_pipeline(
         leniences=leniences,
         decoding=decoding,
         k_max=k_max,
+        batch_invariance=batch_invariance,
         progress=progress,
     )
     csd, rec = _cascade_to_run(family.names, model_set, K, lenience, k_max)
+    ids = [encode(p, family.tokenizer) for p in held]
     results = run_side_by_side(
         _methods_to_run(model_set, family, csd, k_max, baselines, decoding),
         {m.name: m for m in family.chain},
-        [encode(p, family.tokenizer) for p in held],
+        ids,
         model_set=model_set,
         max_new_tokens=max_new_tokens,
         eos_token_id=family.tokenizer.eos_token_id,
@@ -173,7 +179,7 @@ def run_pipeline(
         progress=progress,
     )
     return _with_pipeline_metadata(
-        results, model_set, family, (measuring, held), held_out_categories, rec
+        results, model_set, family, (measuring, held, ids), held_out_categories, rec
     )
 
 
@@ -250,15 +256,15 @@ def _with_pipeline_metadata(
     results: Results,
     model_set: ModelSet,
     family: Family,
-    splits: tuple[Sequence[Prompt], Sequence[Prompt]],
+    splits: tuple[Sequence[Prompt], Sequence[Prompt], Sequence[list[int]]],
     held_out_categories: Sequence[str],
     rec: Recommendation | None,
 ) -> Results:
     """``results`` with what the pipeline knows besides the run: the prompt splits
-    (``splits``: measuring, held-out) and the categories held out, the
+    (``splits``: measuring, held-out and its token ids) and the categories held out, the
     numerics and CPU, the median prediction error, the timing diagnostics and the
     recommendation."""
-    measuring, held = splits
+    measuring, held, ids = splits
     meta = {
         **results.metadata,
         "measuring_prompt_ids": [p.id for p in measuring],
@@ -266,13 +272,17 @@ def _with_pipeline_metadata(
         "measuring_prompt_categories": [p.kind for p in measuring],
         "held_out_prompt_categories": [p.kind for p in held[: results.prompts]],
         "held_out_categories": sorted(set(held_out_categories)),
+        "held_out_context_tokens": [len(i) for i in ids[: results.prompts]],
         "dtype": family.dtype,
         "threads": torch.get_num_threads(),
         "backend": family.backend,
         "cpu": cpu_description(),
         "median_prediction_error": median_prediction_error(results),
-        **timing_diagnostics(results, model_set),
     }
+    meta.update(timing_diagnostics(replace(results, metadata=meta), model_set))
+    meta["context_predictions"] = context_predictions(
+        results, model_set, meta["held_out_context_tokens"]
+    )
     if rec is not None:
         meta["recommendation"] = recommendation_record(rec)
     return replace(results, metadata=meta)
@@ -296,19 +306,29 @@ def timing_diagnostics(results: Results, model_set: ModelSet) -> dict[str, dict]
     """How the run's pass times compare with the measuring phase's
     (:mod:`realrun.books`): ``timing_agreement`` for the passes the cost curves price (the
     autoregressive method's left out) and, where both phases timed autoregressive decoding,
-    ``ar_agreement`` for the reference that prices the rest."""
+    ``ar_agreement`` for the reference that prices the rest. With the model set's
+    ``context_cost`` and the held-out prompts' lengths (``metadata.held_out_context_tokens``)
+    both price the measuring phase's times at the run's mean context
+    (:mod:`realrun.run_context`, recorded as ``run_context_tokens``)."""
     run_ar_s = _ar_seconds(results)
+    timing = model_set.metadata.get("timing", {})
     timed_ar_s = model_set.metadata.get("ar_seconds_per_token")
-    out = {
-        "timing_agreement": timing_agreement(
-            results.metadata.get("in_run_pass_seconds", {}),
-            model_set.metadata.get("timing", {}),
-            run_ar_s,
-            timed_ar_s,
-            priced_by_ar=[] if results.autoregressive is None else [results.autoregressive.name],
-            row_seconds=_row_seconds(model_set),
-        )
-    }
+    out: dict = {}
+    prompts = results.metadata.get("held_out_context_tokens")
+    ar = results.autoregressive
+    if prompts and ar is not None and model_set.context_cost is not None:
+        length = run_context(prompts, method_lengths(results, ar.name))
+        moved = timing_at(model_set, length)
+        if moved is not None:
+            (timing, timed_ar_s), out["run_context_tokens"] = moved, length
+    out["timing_agreement"] = timing_agreement(
+        results.metadata.get("in_run_pass_seconds", {}),
+        timing,
+        run_ar_s,
+        timed_ar_s,
+        priced_by_ar=[] if ar is None else [ar.name],
+        row_seconds=_row_seconds(model_set),
+    )
     if run_ar_s and timed_ar_s:
         out["ar_agreement"] = ar_agreement(run_ar_s, timed_ar_s)
     return out

@@ -11,21 +11,30 @@ run pays them, in **rounds**:
 
 * every timed pass rolls back the previous pass's tail (a cache crop, as a step after a
   rejection does) and feeds ``m`` fresh positions after a cached context;
-* the rounds cycle through the measuring prompts' contexts (prompt and continuation), so
-  the cache lengths are the run's, not one context's;
-* within a round every ``(model, m)`` pass and one stretch of autoregressive decoding are
-  timed in one shuffled order, so the models' passes **interleave** as a cascade
-  interleaves them and a drift of the machine's speed during the measurement hits every
-  model and every ``m`` alike (timed one model after the other, a drift of 10–20 % between
-  them went straight into their cost ratio);
+* the rounds cycle through the measuring prompts, and a round's context is its prompt and a
+  uniformly drawn part of its continuation, so the cache lengths are the run's (a run's
+  passes fall anywhere between the prompt and the end of its generation), not one
+  context's (:attr:`FamilyTiming.contexts` keeps each round's length);
+* within a round every ``(model, m)`` pass and one autoregressive generation are timed in
+  one shuffled order, so the models' passes **interleave** as a cascade interleaves them
+  and a drift of the machine's speed during the measurement hits every model and every
+  ``m`` alike (timed one model after the other, a drift of 10–20 % between them went
+  straight into their cost ratio);
 * after each of the target's passes the decoder's own work on its ``m`` logit rows — the
   verify step of :mod:`simulate.decoder.verify` (greedy: argmax; sampling: the decoding's
   distribution and speculative sampling) — is timed too (:attr:`FamilyTiming.decoder`);
-* the **autoregressive reference** is timed as the run decodes it (:mod:`realrun.ar`:
-  transformers' ``generate`` or our decoder with the target alone, prompt prefill
-  excluded), ``ar_tokens`` tokens a round (16 by default): its seconds per token are the
-  unit of every cost curve (:attr:`FamilyTiming.ar_seconds_per_token`), so what AR pays
-  beyond a bare one-token pass (its loop, its sampler) is priced, not assumed away.
+* the **autoregressive reference** is timed **as the run decodes it**: each round, the
+  run's own AR method (:mod:`realrun.ar`: transformers' ``generate`` or our decoder with the
+  target alone) generates the round's measuring prompt from its prompt, up to the run's
+  ``max_new_tokens`` (``ar_tokens``) and its EOS, prompt prefill excluded — the call the run
+  makes for every held-out prompt. Its seconds per token over the rounds, ``Σ s / Σ tokens``
+  as the run computes it, are the unit of every cost curve
+  (:attr:`FamilyTiming.ar_seconds_per_token`), so what AR pays beyond a bare one-token pass
+  (its loop, its sampler, ``generate``'s setup once per prompt) is priced as the run pays
+  it. The earlier reference decoded 16 tokens after the end of each continuation: a
+  context the run never decodes from (after an EOS when the answer had ended, where
+  ``generate`` stops within a token or two), in calls half as long as the run's, so its
+  per-call setup weighed more (``docs/findings.md``, *The unit*).
 
 Every ``m`` is represented by the **mean** of its rounds, with its standard error (the
 median is kept beside it). Expected cost is a mean: a decoding run pays the mean of a
@@ -54,7 +63,7 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -180,19 +189,30 @@ def time_passes(
     return PassTiming.of(ms, [seconds[m] for m in ms])
 
 
+#: Times something else in every round of :func:`time_family`, from the round's
+#: ``(prompt, continuation)``: ``-> (tokens, seconds)`` (a benchmark's second reference).
+Probe = Callable[[Sequence[int], Sequence[int]], tuple[int, float]]
+
+
 @dataclass(frozen=True)
 class FamilyTiming:
     """What :func:`time_family` measured: every neural model's pass timing by ``m``, the
     decoder's work after a target pass returning ``m`` rows (None for a family without a
     timed target), the autoregressive reference per round (tokens, seconds), and every
     drafter's two-position pass returning one row (``one_row``: seconds per round; the
-    curve's returns both, module docstring)."""
+    curve's returns both, module docstring). ``contexts``: each round's cached context
+    length of the passes; ``ar_contexts``: each round's prompt length, where its
+    autoregressive generation started; ``probes``: any extra timed items per round
+    (name -> (tokens, seconds) per round)."""
 
     passes: dict[str, PassTiming]
     decoder: PassTiming | None
     ar_tokens: tuple[int, ...]
     ar_seconds: tuple[float, ...]
     one_row: dict[str, tuple[float, ...]] = field(default_factory=dict)
+    contexts: tuple[int, ...] = ()
+    ar_contexts: tuple[int, ...] = ()
+    probes: dict[str, tuple[tuple[int, ...], tuple[float, ...]]] = field(default_factory=dict)
 
     def row_seconds(self, name: str) -> tuple[float, float] | None:
         """``(h, se)``: what one more logit row adds to drafter ``name``'s pass — the curve's
@@ -211,21 +231,12 @@ class FamilyTiming:
     def ar_seconds_per_token(self) -> float:
         """Seconds per token of the autoregressive reference over all rounds (the unit of
         the cost curves): ``Σ seconds / Σ tokens``, as a run computes tokens/s."""
-        tokens = sum(self.ar_tokens)
-        if tokens <= 0:
-            raise ValueError("the autoregressive reference decoded no tokens while timed")
-        return sum(self.ar_seconds) / tokens
+        return per_token(self.ar_tokens, self.ar_seconds)[0]
 
     @property
     def ar_stderr(self) -> float:
         """Standard error of :attr:`ar_seconds_per_token` over rounds (ratio estimator)."""
-        n = np.asarray(self.ar_tokens, dtype=float)
-        s = np.asarray(self.ar_seconds, dtype=float)
-        if n.size < 2:
-            return 0.0
-        unit = s.sum() / n.sum()
-        resid = s - unit * n
-        return float(np.sqrt((resid**2).sum() / (n.size - 1) / n.size) / n.mean())
+        return per_token(self.ar_tokens, self.ar_seconds)[1]
 
     def merged(self, other: FamilyTiming) -> FamilyTiming:
         """Both measurements' rounds together (same models and grid)."""
@@ -239,97 +250,161 @@ class FamilyTiming:
             if self.decoder is not None and other.decoder is not None
             else None
         )
+        probes = {
+            name: (n + other.probes[name][0], s + other.probes[name][1])
+            for name, (n, s) in self.probes.items()
+            if name in other.probes
+        }
         return FamilyTiming(
             {name: t.merged(other.passes[name]) for name, t in self.passes.items()},
             decoder,
             self.ar_tokens + other.ar_tokens,
             self.ar_seconds + other.ar_seconds,
             {name: rounds + other.one_row.get(name, ()) for name, rounds in self.one_row.items()},
+            self.contexts + other.contexts,
+            self.ar_contexts + other.ar_contexts,
+            probes,
         )
+
+
+def per_token(tokens: Sequence[int], seconds: Sequence[float]) -> tuple[float, float]:
+    """``(Σ seconds / Σ tokens, its standard error over the rounds)`` (ratio estimator)."""
+    n = np.asarray(tokens, dtype=float)
+    s = np.asarray(seconds, dtype=float)
+    if n.sum() <= 0:
+        raise ValueError("the autoregressive reference decoded no tokens while timed")
+    unit = float(s.sum() / n.sum())
+    if n.size < 2:
+        return unit, 0.0
+    resid = s - unit * n
+    return unit, float(np.sqrt((resid**2).sum() / (n.size - 1) / n.size) / n.mean())
 
 
 def time_family(
     models: Sequence[TokenModel],
-    contexts: Sequence[Sequence[int]],
+    contexts: Sequence[tuple[Sequence[int], Sequence[int]]],
     max_m: int,
     *,
     ar: ARTimer,
     decoding: Decoding,
     rounds: int = 8,
     warmup: int = 1,
-    ar_tokens: int = 16,
+    ar_tokens: int = 32,
+    probes: Mapping[str, Probe] | None = None,
     seed: int = 0,
     progress: Callable[[], object] | None = None,
 ) -> FamilyTiming:
     """Time every model of ``models`` (target first, neural only) over the grid of
     :func:`grid` ``(max_m)``, with the decoder's verify work after the target's passes and
-    ``ar_tokens`` tokens of the autoregressive reference ``ar`` per round, for ``rounds``
-    rounds (after ``warmup`` untimed ones) cycling through ``contexts`` (module docstring).
-    ``progress()`` is called after every timed round."""
-    ms = grid(max_m)
+    the autoregressive reference ``ar`` decoding up to ``ar_tokens`` tokens from the round's
+    prompt (as the run decodes each prompt), for ``rounds`` rounds (after ``warmup`` untimed
+    ones) cycling through the ``(prompt, continuation)`` pairs of ``contexts``; a round's
+    passes run on the prompt and a uniformly drawn part of its continuation (module
+    docstring). ``probes`` are timed once a round too; ``progress()`` is called after every
+    timed round."""
     rounds = validate.count("rounds", rounds, minimum=1)
     warmup = validate.count("warmup", warmup)
-    ar_tokens = validate.count("ar_tokens", ar_tokens, minimum=1)
-    models = list(models)
-    if not models:
-        raise ValueError("models must hold at least the target")
-    ctxs = [[int(t) for t in c] for c in contexts]
-    if not ctxs or not all(ctxs):
-        raise ValueError("contexts must hold at least one non-empty token list")
-    rng = random.Random(seed)
-    np_rng = np.random.default_rng(seed)
-    vocab = models[0].vocab_size
-    seconds = {(i, m): [] for i in range(len(models)) for m in ms}
-    one_row: dict[int, list[float]] = {i: [] for i in range(1, len(models)) if 2 in ms}
-    verify: dict[int, list[float]] = {m: [] for m in ms}
-    ar_n: list[int] = []
-    ar_s: list[float] = []
-
-    def timed_pass(i: int, m: int, rows: int, ctx: list[int]) -> tuple[float, float | None]:
-        """(seconds of the pass, seconds of the decoder's verify after it — target only)."""
-        tokens = ctx + [rng.randrange(vocab) for _ in range(m)]
-        start = time.perf_counter()
-        logits = models[i].logits(tokens, rows)
-        elapsed = time.perf_counter() - start
-        work = _verify_seconds(logits, tokens[-m:-1], decoding, np_rng) if i == 0 else None
-        return elapsed, work
-
+    plan = _Rounds(
+        list(models),
+        grid(max_m),
+        decoding,
+        ar,
+        validate.count("ar_tokens", ar_tokens, minimum=1),
+        dict(probes or {}),
+        seed,
+    )
+    pairs = [([int(t) for t in p], [int(t) for t in c]) for p, c in contexts]
+    if not pairs or not all(p for p, _ in pairs):
+        raise ValueError("contexts must hold at least one (prompt, continuation), prompt non-empty")
     for r in range(warmup + rounds):
-        ctx = ctxs[r % len(ctxs)]
-        for model in models:  # prefill outside the clock, as a run does
-            model.logits(ctx, 1)
-        # (model, m, rows): the curve's passes (all rows), each drafter's one-row pass, and
-        # None, the autoregressive reference
-        order: list[tuple[int, int, int] | None] = [
-            (i, m, m) for i in range(len(models)) for m in ms
-        ]
-        order += [(i, 2, 1) for i in one_row]
-        order.append(None)
-        rng.shuffle(order)
-        done = {
-            item: ar(ctx, ar_tokens) if item is None else timed_pass(*item, ctx) for item in order
-        }
-        if r < warmup:
-            continue
-        for item, (first, second) in done.items():
-            if item is None:
-                ar_n.append(int(first))
-                ar_s.append(float(second))
-            elif item[2] != item[1]:
-                one_row[item[0]].append(first)
-            else:
-                seconds[item[:2]].append(first)
-                if second is not None:
-                    verify[item[1]].append(second)
-        if progress is not None:
+        prompt, continuation = pairs[r % len(pairs)]
+        plan.run(prompt, continuation, keep=r >= warmup)
+        if r >= warmup and progress is not None:
             progress()
-    passes = {
-        model.name: PassTiming.of(ms, [seconds[(i, m)] for m in ms])
-        for i, model in enumerate(models)
-    }
-    decoder = PassTiming.of(ms, [verify[m] for m in ms])
-    rows = {models[i].name: tuple(v) for i, v in one_row.items()}
-    return FamilyTiming(passes, decoder, tuple(ar_n), tuple(ar_s), rows)
+    return plan.timing()
+
+
+class _Rounds:
+    """The rounds of :func:`time_family`: what one round times, in a shuffled order, and
+    what the timed rounds recorded."""
+
+    def __init__(self, models, ms, decoding, ar, ar_tokens, probes, seed) -> None:
+        if not models:
+            raise ValueError("models must hold at least the target")
+        self.models, self.ms, self.decoding = models, ms, decoding
+        self.ar, self.ar_tokens, self.probes = ar, ar_tokens, probes
+        self.rng, self.np_rng = random.Random(seed), np.random.default_rng(seed)
+        self.seconds: dict[tuple[int, int], list[float]] = {
+            (i, m): [] for i in range(len(models)) for m in ms
+        }
+        self.one_row: dict[int, list[float]] = {i: [] for i in range(1, len(models)) if 2 in ms}
+        self.verify: dict[int, list[float]] = {m: [] for m in ms}
+        self.ar_n: list[int] = []
+        self.ar_s: list[float] = []
+        self.contexts: list[int] = []
+        self.ar_contexts: list[int] = []
+        self.probed: dict[str, tuple[list[int], list[float]]] = {n: ([], []) for n in probes}
+
+    def run(self, prompt: list[int], continuation: list[int], keep: bool) -> None:
+        """One round: the curve's passes (all rows), each drafter's one-row two-position
+        pass, the autoregressive generation and the probes, in one shuffled order."""
+        ctx = prompt + continuation[: self.rng.randint(0, len(continuation))]
+        for model in self.models:  # prefill outside the clock, as a run does
+            model.logits(ctx, 1)
+        order: list[tuple] = [("pass", i, m, m) for i in range(len(self.models)) for m in self.ms]
+        order += [("pass", i, 2, 1) for i in self.one_row]
+        order += [("ar",), *(("probe", name) for name in self.probes)]
+        self.rng.shuffle(order)
+        done = {item: self._timed(item, ctx, prompt, continuation) for item in order}
+        if keep:
+            self._record(done, len(ctx), len(prompt))
+
+    def _timed(self, item: tuple, ctx, prompt, continuation) -> tuple:
+        if item[0] == "ar":
+            return self.ar(prompt, self.ar_tokens)
+        if item[0] == "probe":
+            return self.probes[item[1]](prompt, continuation)
+        _, i, m, rows = item
+        tokens = ctx + [self.rng.randrange(self.models[0].vocab_size) for _ in range(m)]
+        start = time.perf_counter()
+        logits = self.models[i].logits(tokens, rows)
+        elapsed = time.perf_counter() - start
+        if i == 0:
+            return elapsed, _verify_seconds(logits, tokens[-m:-1], self.decoding, self.np_rng)
+        return elapsed, None
+
+    def _record(self, done: dict, context: int, prompt: int) -> None:
+        self.contexts.append(context)
+        self.ar_contexts.append(prompt)
+        for item, (first, second) in done.items():
+            if item[0] == "ar":
+                self.ar_n.append(int(first))
+                self.ar_s.append(float(second))
+            elif item[0] == "probe":
+                self.probed[item[1]][0].append(int(first))
+                self.probed[item[1]][1].append(float(second))
+            elif item[3] != item[2]:
+                self.one_row[item[1]].append(first)
+            else:
+                self.seconds[item[1:3]].append(first)
+                if second is not None:
+                    self.verify[item[2]].append(second)
+
+    def timing(self) -> FamilyTiming:
+        passes = {
+            model.name: PassTiming.of(self.ms, [self.seconds[(i, m)] for m in self.ms])
+            for i, model in enumerate(self.models)
+        }
+        return FamilyTiming(
+            passes,
+            PassTiming.of(self.ms, [self.verify[m] for m in self.ms]),
+            tuple(self.ar_n),
+            tuple(self.ar_s),
+            {self.models[i].name: tuple(v) for i, v in self.one_row.items()},
+            tuple(self.contexts),
+            tuple(self.ar_contexts),
+            {n: (tuple(v[0]), tuple(v[1])) for n, v in self.probed.items()},
+        )
 
 
 def _verify_seconds(

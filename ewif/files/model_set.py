@@ -18,6 +18,8 @@ and the presets in ``ewif/files/presets/`` use it. JSON or YAML (by extension)::
                                            # paper's m
     row_cost: [0.0, 0.0011, 0.0004, 0.0]   # optional (/5): one logit row, which a catch-up
                                            # position does not return (ewif.kernel.pass_cost)
+    context_cost: {tokens: 420, ar_tokens: 412, ar_slope: 0.0006,   # optional (/6): c_i(m, L)
+                   slope: [[...], [...], [0.0]], span: [96, 1140]}  # (ewif.files.context_cost)
     bootstrap:                             # optional (/3): per-prompt evidence for intervals
       acceptance_by_prompt: {"1,0,1": [[23.0, 32], [19.0, 32]]}   # (ewif.predict.bootstrap)
       cost_curve_stderr: [[0.01, 0.012, 0.02, 0.02], [0.0004, 0.0005], [0.0001], [0.0]]
@@ -38,24 +40,13 @@ and the presets in ``ewif/files/presets/`` use it. JSON or YAML (by extension)::
     cascade: {models: [target, base, mag], K: [[2, 10], [0, 10]], lenience: 3}  # optional
     metadata: {source: "...", notes: "..."}
 
-``alpha`` may also be a single matrix, meaning lenience 1. With ``cost_curve`` (schema
-``csd.models/2``) every pass is priced by the curves (:mod:`ewif.kernel.pass_cost`); ``cost`` may
-then be omitted (it is the curves' ``m = 1`` values, and must equal them when given) and
-``cost_per_token`` must be absent or zero. ``catch_up`` (schema ``csd.models/3``, one
-boolean per model, default all false) marks the models whose passes are priced with their
-catch-up pass (:mod:`ewif.kernel.catch_up`); ``bootstrap`` (``/3``) carries the per-prompt
-evidence behind the prediction intervals of :mod:`ewif.predict.bootstrap`; ``batch_cost_curve``
-(``/4``: batch size -> one curve per model) the measured cost of one pass over ``B`` rows of
-``m`` positions each (:class:`ewif.files.batch_costs.BatchCosts`, priced by
-:mod:`ewif.predict.batch`);
-``row_cost`` (``/5``: one number >= 0 per model) the cost of one logit row, which a catch-up
-position does not return (:mod:`ewif.kernel.pass_cost`, "Logit rows"; absent: 0, every pass priced
-at its ``c(m)``). ``csd.models/1`` (no curves), ``/2`` (no ``catch_up``, no ``bootstrap``),
-``/3`` (no ``batch_cost_curve``), ``/4`` (no ``row_cost``) and ``/5`` (no ``rank_acceptance``:
-every pair's vector is ``(alpha,)``, a chain; no categories) files still read, the same;
-``rank_acceptance`` (``/6``) holds the acceptance of each pair's ranked candidates that token
-trees need (:mod:`ewif.files.rank_acceptance`), ``alpha_by_category`` (``/6``) α per task
-category (:mod:`ewif.files.categories`); files are written as ``csd.models/6``.
+``alpha`` may also be a single matrix, meaning lenience 1. With ``cost_curve`` every pass is
+priced by the curves (:mod:`ewif.kernel.pass_cost`); ``cost`` may then be omitted (the curves'
+``m = 1`` values) and ``cost_per_token`` must be absent or zero. Each optional key's parser and
+meaning live in the module named beside it; docs/files.md describes every field. Files of
+``csd.models/1`` to ``/5`` still read, the same (a key newer than the file's schema is refused:
+``_SINCE``); a ``/5`` file's pairs are chains, ``rank_acceptance`` ``(alpha,)``. Files are written
+as ``csd.models/6``.
 """
 
 from __future__ import annotations
@@ -74,6 +65,7 @@ from ewif.base.configuration import Configuration
 from ewif.files.batch_costs import BatchCosts
 from ewif.files.bootstrap_data import BootstrapData
 from ewif.files.categories import CategoryAcceptance
+from ewif.files.context_cost import ContextCost
 from ewif.files.rank_acceptance import RankAcceptance
 from ewif.files.reading import read_data
 from ewif.kernel.cascade import Cascade
@@ -81,7 +73,7 @@ from ewif.kernel.pass_cost import PassCost, relative_costs
 
 SCHEMA = "csd.models/6"
 #: Readable schemas; /1: no cost_curve, /2: no catch_up or bootstrap, /3: no batch_cost_curve,
-#: /4: no row_cost, /5: no rank_acceptance or alpha_by_category.
+#: /4: no row_cost, /5: no rank_acceptance, alpha_by_category or context_cost.
 SCHEMAS = (
     "csd.models/1",
     "csd.models/2",
@@ -101,6 +93,7 @@ _SINCE = {
     "rank_acceptance": "csd.models/6",
     "tree": "csd.models/6",  # a token-tree configuration (ewif.files.tree_config)
     "alpha_by_category": "csd.models/6",
+    "context_cost": "csd.models/6",
 }
 
 
@@ -132,6 +125,7 @@ class ModelSet:
     row_cost: np.ndarray | None = None
     rank_acceptance: RankAcceptance | None = None
     categories: CategoryAcceptance | None = None
+    context_cost: ContextCost | None = None
 
     def __post_init__(self) -> None:
         n1 = len(self.models)
@@ -193,6 +187,8 @@ class ModelSet:
             self.rank_acceptance.check(self.alpha)
         if self.categories is not None:
             self.categories.check(n1, self.alpha.keys())
+        if self.context_cost is not None and self.context_cost.n_models != n1:
+            raise ValueError(f"context_cost must hold one slope per model ({n1})")
         if self.batch_costs is not None and self.batch_costs.n_models != n1:
             raise ValueError(
                 f"batch_cost_curve must hold one curve per model ({n1}) at every batch size, "
@@ -301,6 +297,7 @@ class ModelSet:
             ),
             **({} if self.catch_up is None else {"catch_up": list(self.catch_up)}),
             **({} if self.row_cost is None else {"row_cost": self.row_cost.tolist()}),
+            **({} if self.context_cost is None else {"context_cost": self.context_cost.to_dict()}),
             "alpha": {f"{len_:g}": _matrix_out(m) for len_, m in sorted(self.alpha.items())},
         }
         if self.alpha_by_position:
@@ -360,13 +357,16 @@ class ModelSet:
             if again is not None and batched is None:
                 raise ValueError("batch_reevaluate_curve needs batch_cost_curve")
             ranks = data.get("rank_acceptance")
-            kinds = data.get("alpha_by_category")
+            kinds, context = data.get("alpha_by_category"), data.get("context_cost")
             return cls(
                 **parsed,
                 bootstrap=None if boot is None else BootstrapData.from_dict(boot),
                 batch_costs=None if batched is None else BatchCosts.from_dict(batched, again),
                 rank_acceptance=None if ranks is None else RankAcceptance.from_dict(ranks),
                 categories=None if kinds is None else CategoryAcceptance.from_dict(kinds),
+                context_cost=None
+                if context is None
+                else ContextCost.from_dict(context, len(models)),
             )
         except ValueError as exc:
             raise ValueError(f"{source}: {exc}") from None

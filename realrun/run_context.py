@@ -1,0 +1,75 @@
+"""The timed costs priced at the contexts a run decoded, from a model set's c(m, L).
+
+A model set's curves are timed at the measuring prompts' contexts (their mean ``L̄``); a run
+decodes its held-out prompts, whose contexts may be longer or shorter. With the set's
+``context_cost`` (:mod:`ewif.files.context_cost`, fitted by :mod:`realrun.context_fit`):
+
+* :func:`run_context` — the run's mean cached context, ``Σ_p n_p (L_p + n_p/2) / Σ_p n_p``
+  over its prompts (prompt length ``L_p``, ``n_p`` generated tokens): where its passes and
+  its autoregressive tokens fall, weighted as its wall time weighs them;
+* :func:`timing_at` — the measuring phase's pass seconds (``metadata.timing``) and its
+  autoregressive seconds per token moved to a context length, for the in-run agreement
+  (:func:`realrun.books.timing_agreement`) to compare like with like;
+* :func:`context_predictions` — every sd/csd method predicted at each held-out prompt's own
+  context (:func:`ewif.predict.context.workload_speedup`) next to what it measured.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from ewif.files.model_set import ModelSet
+from ewif.files.results import Results
+from ewif.predict.context import workload_speedup
+from realrun.predictions import method_lengths
+
+
+def run_context(prompt_tokens: Sequence[int], generated: Sequence[int]) -> float:
+    """``Σ_p n_p (L_p + n_p/2) / Σ_p n_p`` (module docstring)."""
+    L = np.asarray(prompt_tokens, dtype=float)
+    n = np.asarray(generated, dtype=float)[: L.size]
+    if n.sum() <= 0:
+        return float(L.mean())
+    return float((n * (L[: n.size] + n / 2)).sum() / n.sum())
+
+
+def timing_at(model_set: ModelSet, length: float) -> tuple[dict, float] | None:
+    """``(metadata.timing moved to context length, seconds per autoregressive token there)``
+    of ``model_set`` (its ``context_cost`` in seconds: slopes × the unit); None without a
+    ``context_cost`` or a timed unit."""
+    cc = model_set.context_cost
+    unit = model_set.metadata.get("ar_seconds_per_token")
+    if cc is None or not unit:
+        return None
+    shift = float(length) - cc.tokens
+    moved = {}
+    for name, slope in zip(model_set.models, cc.slope, strict=True):
+        grid = (model_set.metadata.get("timing") or {}).get(name) or {}
+        if "m" not in grid:
+            moved[name] = grid
+            continue
+        per_m = np.interp(grid["m"], np.arange(1, slope.size + 1), slope)
+        seconds = np.asarray(grid["seconds"]) + shift * per_m * unit
+        moved[name] = {**grid, "seconds": seconds.tolist()}
+    return moved, unit * cc.unit_at(length)
+
+
+def context_predictions(
+    results: Results, model_set: ModelSet, prompt_tokens: Sequence[int]
+) -> dict[str, dict]:
+    """Per sd/csd method: the speed-up predicted at each held-out prompt's own context
+    (``point``) and ``|point/measured − 1|``; empty without a ``context_cost``."""
+    if model_set.context_cost is None:
+        return {}
+    out = {}
+    for m in results.methods:
+        if m.kind not in ("sd", "csd") or not m.speedup:
+            continue
+        lengths = method_lengths(results, m.name)
+        prompts = [(L + n / 2, n) for L, n in zip(prompt_tokens, lengths, strict=False) if n]
+        c = m.config
+        point = workload_speedup(model_set, c["models"], c["K"], c["lenience"], prompts)
+        out[m.name] = {"point": point, "error": abs(point / m.speedup - 1.0)}
+    return out

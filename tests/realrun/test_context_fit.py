@@ -1,0 +1,64 @@
+"""realrun.context_fit: c(m, L) fitted from the timing rounds' context lengths."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from realrun.context_fit import MIN_SPAN, fit_context_cost, pass_slopes
+from realrun.timing import FamilyTiming, PassTiming
+
+MS = (1, 2, 3, 4, 6, 8)
+
+
+def timing(contexts, u, w, noise=0.0, seed=0):
+    """Pass times a(m) + (L − L̄)(u + w·m) (+ noise) of one model in rounds at ``contexts``."""
+    rng = np.random.default_rng(seed)
+    L = np.asarray(contexts, dtype=float)
+    samples = [
+        [0.1 * m + (x - L.mean()) * (u + w * m) + noise * rng.standard_normal() for x in L]
+        for m in MS
+    ]
+    return PassTiming.of(MS, samples)
+
+
+def test_recovers_the_per_pass_and_per_position_slopes():
+    contexts = [110, 850, 300, 620, 140, 990, 400, 200, 760, 520]
+    u, w, se_u, _ = pass_slopes(contexts, timing(contexts, 7e-5, 2e-6).samples, MS)
+    assert (u, w) == pytest.approx((7e-5, 2e-6), rel=1e-9) and se_u < 1e-12
+    noisy = pass_slopes(contexts, timing(contexts, 7e-5, 2e-6, noise=1e-3).samples, MS)
+    assert noisy[0] == pytest.approx(7e-5, abs=4 * noisy[2]) and noisy[2] > 0
+
+
+def test_the_fitted_key_in_ar_units():
+    contexts = (110, 850, 300, 620, 140, 990)
+    family = FamilyTiming(
+        {"t": timing(contexts, 7e-5, 2e-6), "d": timing(contexts, 3e-5, 1e-6)},
+        None,
+        ar_tokens=(32, 32, 10, 32, 32, 32),
+        ar_seconds=(3.2, 3.5, 1.0, 3.4, 3.2, 3.6),
+        contexts=contexts,
+        ar_contexts=(100, 800, 280, 600, 120, 960),
+    )
+    unit = 0.1
+    curves = (np.ones(8), np.full(8, 0.4), np.array([0.01]))
+    cost, record = fit_context_cost(family, ("t", "d", "mag"), curves, unit)
+    np.testing.assert_allclose(cost.slope[0], (7e-5 + 2e-6 * np.arange(1, 9)) / unit)
+    np.testing.assert_allclose(cost.slope[1], (3e-5 + 1e-6 * np.arange(1, 9)) / unit)
+    assert cost.slope[2].tolist() == [0.0] and cost.ar_slope == pytest.approx(7.2e-4)
+    assert cost.tokens == pytest.approx(np.mean(contexts))
+    mid = np.array([116, 816, 285, 616, 136, 976])
+    n = np.array(family.ar_tokens)
+    assert cost.ar_tokens == pytest.approx((n * mid).sum() / n.sum())
+    assert cost.span == (110.0, 990.0)
+    assert record["t"]["per_pass_s"] == pytest.approx(7e-5)
+    assert record["autoregressive_direct_s"] is not None
+
+
+def test_no_fit_without_a_spread_of_contexts():
+    flat = (100, 100 + MIN_SPAN - 1, 110)
+    family = FamilyTiming({"t": timing(flat, 7e-5, 0)}, None, (8,) * 3, (0.8,) * 3, contexts=flat)
+    assert fit_context_cost(family, ("t", "mag"), (np.ones(8), np.zeros(1)), 0.1) is None
+    two = (100, 900)
+    few = FamilyTiming({"t": timing(two, 7e-5, 0)}, None, (8,) * 2, (0.8,) * 2, contexts=two)
+    assert fit_context_cost(few, ("t", "mag"), (np.ones(8), np.zeros(1)), 0.1) is None
