@@ -176,11 +176,7 @@ def _vllm_step_cost(pass_price, j, b, k, rows_drafting, proposer, profile) -> fl
     if profile is None:
         if proposer:
             return pass_price(0, b, k + 1) + k * b * pass_price(j, 1, 1)
-        return (
-            pass_price(0, b, k + 1)
-            + pass_price(j, b, k + 2)
-            + later * pass_price(j, b, 1)
-        )
+        return pass_price(0, b, k + 1) + pass_price(j, b, k + 2) + later * pass_price(j, b, 1)
     if proposer:
         return profile.target_at(b, b + k * rows_drafting) + profile.overhead_at("ngram", b, k)
     return (
