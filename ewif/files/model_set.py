@@ -424,9 +424,24 @@ def _choice_in(raw: Any, source: str) -> CascadeChoice | None:
     )
 
 
+#: The schema of a results file (``ewif.files.results.SCHEMA``), whose run keeps its model set.
+RESULTS_SCHEMA = "csd.results/1"
+
+
 def load(path: str | Path) -> ModelSet:
-    """Read a model-set file (``.json``, ``.yaml`` or ``.yml``)."""
-    return ModelSet.from_dict(read_data(path, "model-set file"), source=str(path))
+    """Read a model-set file (``.json``, ``.yaml`` or ``.yml``); a results file
+    (``csd.results/1``, ``csd realrun -o``) gives the model set its run used, kept in its
+    ``metadata.model_set``."""
+    data = read_data(path, "model-set file")
+    if isinstance(data, dict) and data.get("schema") == RESULTS_SCHEMA:
+        data = (data.get("metadata") or {}).get("model_set")
+        if not isinstance(data, dict):
+            raise ValueError(
+                f"{path}: a {RESULTS_SCHEMA} file without metadata.model_set (the run's model "
+                "set); give a model-set file (csd.models/1-5)"
+            )
+        return ModelSet.from_dict(data, source=f"{path} (metadata.model_set)")
+    return ModelSet.from_dict(data, source=str(path))
 
 
 def save(model_set: ModelSet, path: str | Path) -> Path:
