@@ -28,8 +28,8 @@ class Measured:
     """A measured acceptance-by-position curve ``p[i − 1]`` (position ``i``) over ``trials``
     target steps each (None: unknown), labelled; ``model_set`` is the set it was measured
     with (None: a run that kept none), ``models`` the models measured (a method's, or the
-    reviewer and the drafter of a pair) and ``config`` the method's configuration (``models``, ``K``, ``lenience``) when
-    a run's method was measured, else None."""
+    reviewer and the drafter of a pair) and ``config`` the method's configuration
+    (``models``, ``K``, ``lenience``) when a run's method was measured, else None."""
 
     label: str
     p: np.ndarray
