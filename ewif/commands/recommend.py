@@ -82,16 +82,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ewif.base import limits
-    from ewif.search.explain import review_sizes
-    from ewif.search.optimizer import best_sd
+    from ewif.predict.batch import pricing_note
     from ewif.search.recommendation import load_model_set, recommend
 
     ms, where = load_model_set(args.preset, args.from_file)
-    if args.top < 1:
-        raise ValueError(f"--top must be an integer >= 1, got {args.top}")
-    limits.at_most("--top", args.top, limits.MAX_TOP, "rows")
-    plot_paths = _plot_paths(args.plot) if args.plot else None
+    sizes, paths, plot_paths = _checked(args)  # every argument before the search
     rec = recommend(
         ms,
         space=args.space,
@@ -102,21 +97,63 @@ def run(args: argparse.Namespace) -> int:
         top=args.top,
         hint="lower --k-max or --mag-block, or pass fewer --lenience",
     )
-    result, (_, label, k_max) = rec.result, rec.space
-    best = result.best
-    casc = result.cascade()
-    sd = best_sd(ms)
+    out = _report(rec, ms, where, args.space)
+    k_max = rec.space[2]
+    if sizes is not None:
+        out["batch_schedule"] = _batch_schedule(ms, sizes, k_max)
+        note = pricing_note(ms)
+        if note and len(sizes) > 1:
+            out["notes"].append(note)
+    if args.emit:
+        from ewif.serving.emit import emission
+
+        out["emit"] = emission(ms, args.emit, sizes, k_max=k_max, paths=paths).to_dict()
+    if plot_paths:
+        out["plots"] = [str(p) for p in _plots(rec.result, rec.cascade(), plot_paths, k_max)]
+    if args.json:
+        print(json.dumps(out, indent=2))
+    elif args.emit:
+        print(_emit_human(out))
+    else:
+        print(_human(out))
+    return cli.INTERRUPTED if rec.result.interrupted else 0
+
+
+def _checked(args: argparse.Namespace):
+    """``(batch sizes or None, --model-path mapping, plot paths or None)``, every argument
+    checked before the search starts."""
+    from ewif.base import limits
+
+    if args.top < 1:
+        raise ValueError(f"--top must be an integer >= 1, got {args.top}")
+    limits.at_most("--top", args.top, limits.MAX_TOP, "rows")
+    if args.model_path and not args.emit:
+        raise ValueError("--model-path maps model names for --emit; give --emit ENGINE too")
+    sizes = None if args.batch_sizes is None else _batch_sizes(args.batch_sizes)
+    paths = validate.name_values("--model-path", args.model_path or [], "NAME=PATH")
+    return sizes, paths, _plot_paths(args.plot) if args.plot else None
+
+
+def _report(rec, ms, where: str, space: str) -> dict:
+    """The recommendation as ``--json`` prints it, the decision first (module docstring)."""
+    from ewif.search.explain import decision_line, review_sizes
+    from ewif.search.optimizer import best_sd
+
+    result, (_, label, _) = rec.result, rec.space
+    best, casc, sd = result.best, result.cascade(), best_sd(ms)
+    interval = _interval(ms, best) if ms.bootstrap is not None else None
+    choice, line = decision_line(
+        best.ewif,
+        f"{sd.models[1]}, k = {int(sd.K[0, 0])}",
+        sd.ewif,
+        best="the configuration below",
+        interrupted=result.n_configurations if result.interrupted else None,
+        unsettled=interval is not None and not interval["settled"],
+    )
     passes, share = casc.passes_per_step(), casc.swi_breakdown()
-    where_time = [
-        {
-            "model": m,
-            "passes": float(passes[i]),
-            "cost": float(share[i] * casc.expected_cost()),
-            "share": float(share[i]),
-        }
-        for i, m in enumerate(best.models)
-    ]
-    out = {
+    return {
+        "decision_line": line,
+        "choice": choice,
         "source": where,
         "title": ms.metadata.get("title"),
         "space": label,
@@ -131,33 +168,20 @@ def run(args: argparse.Namespace) -> int:
         "decision": rec.decision,
         "cost_model": "curve" if ms.cost_curve is not None else "affine",
         "review_sizes": review_sizes(casc),
-        "where_the_time_goes": where_time,
+        "where_the_time_goes": [
+            {
+                "model": m,
+                "passes": float(passes[i]),
+                "share": float(share[i]),
+                "cost": float(share[i] * casc.expected_cost()),
+            }
+            for i, m in enumerate(best.models)
+        ],
         "table": [_cfg(c) for c in result.table],
         "interrupted": result.interrupted,
-        "notes": _space_notes(ms, args.space, best, sd, label),
+        "notes": _space_notes(ms, space, best, sd, label),
+        **({"interval": interval} if interval is not None else {}),
     }
-    if ms.bootstrap is not None:
-        out["interval"] = _interval(ms, best)
-    if args.batch_sizes:
-        out["batch_schedule"] = _batch_schedule(ms, args.batch_sizes, k_max)
-    if args.model_path and not args.emit:
-        raise ValueError("--model-path maps model names for --emit; give --emit ENGINE too")
-    if args.emit:
-        from ewif.serving.emit import emission
-
-        sizes = _batch_sizes(args.batch_sizes) if args.batch_sizes else None
-        paths = validate.name_values("--model-path", args.model_path or [], "NAME=PATH")
-        emitted = emission(ms, args.emit, sizes, k_max=k_max, paths=paths)
-        out["emit"] = emitted.to_dict()
-    if plot_paths:
-        out["plots"] = [str(p) for p in _plots(result, casc, ms, plot_paths, k_max)]
-    if args.json:
-        print(json.dumps(out, indent=2))
-    elif args.emit:
-        print(_emit_human(out))
-    else:
-        print(_human(out, best, sd))
-    return cli.INTERRUPTED if result.interrupted else 0
 
 
 def _space_notes(ms, space: str, best, sd, label: str) -> list[str]:
@@ -187,11 +211,10 @@ def _space_notes(ms, space: str, best, sd, label: str) -> list[str]:
 MAX_BATCH = 1024
 
 
-def _batch_schedule(ms, spec: str, k_max: int) -> dict:
+def _batch_schedule(ms, sizes: list[int], k_max: int) -> dict:
     """Per drafter: the best plain-SD draft length at every asked batch size and the ranges."""
     from ewif.predict.batch import best_draft_lengths, schedule
 
-    sizes = _batch_sizes(spec)
     out = {}
     for drafter in ms.models[1:]:
         choices = best_draft_lengths(ms, drafter, sizes, k_max=k_max)
@@ -240,7 +263,7 @@ def _plot_paths(path: str) -> tuple[Path, Path]:
     )
 
 
-def _plots(result, casc, ms, paths, k_max) -> list[Path]:
+def _plots(result, casc, paths, k_max) -> list[Path]:
     from ewif.plotting.decay import compute_decay, draw_decay
     from ewif.plotting.landscape import draw_landscape
     from ewif.search.landscape import landscape_around
@@ -301,74 +324,103 @@ def _emit_human(out: dict) -> str:
     return "\n".join(lines)
 
 
-def _human(out: dict, best, sd) -> str:
-    from ewif.base.text_table import table
-    from ewif.search.explain import autoregressive_line, review_lines
+def _human(out: dict) -> str:
+    """The report: the decision, then the evidence (the configuration, plain SD, AR, the
+    interval), review sizes, where the time goes, the ranked table, the batch schedule, the
+    files written, and a line of terms."""
+    sections = (_head, _choice, _review, _time, _ranked, _batch, _tail)
+    return "\n".join(line for section in sections for line in section(out))
 
-    rec = out["recommended"]
-    lines = [
+
+def _head(out: dict) -> list[str]:
+    """The decision, the source, what was searched and the notes on the space."""
+    done = "searched" if not out["interrupted"] else "interrupted after"
+    return [
+        out["decision_line"],
         f"csd recommend — {out['source']}" + (f": {out['title']}" if out["title"] else ""),
-        f"searched {out['configurations']:,} configurations ({out['space']}; "
+        f"{done} {out['configurations']:,} configurations ({out['space']}; "
         f"{out['method']}) in {out['seconds']:.2f} s",
         "",
+        *[f"note: {n}" for n in out["notes"]],
+        *([""] if out["notes"] else []),
     ]
-    lines += [f"note: {n}" for n in out["notes"]] + ([""] if out["notes"] else [])
-    if out["decision"] == "autoregressive":
-        what = f"{' > '.join(best.models)} K={best.K.tolist()} lenience {best.lenience:g}"
-        lines += [autoregressive_line(what, best.ewif), ""]
-    lines += [
-        f"recommended cascade : {' > '.join(best.models)}   lenience {best.lenience:g}",
-        f"  K                 : {best.K.tolist()}",
-        f"  EWIF              : {best.ewif:.4f}   ({rec['expected_tokens']:.3f} tokens per "
+
+
+def _choice(out: dict) -> list[str]:
+    """The best configuration of the space (called recommended only when it is the
+    decision), plain SD, AR, and the interval when the set carries per-prompt evidence."""
+    rec, sd, gain = out["recommended"], out["best_sd"], out["gain_over_sd"]
+    head = "recommended cascade" if out["choice"] == "cascade" else "best in the space"
+    lenience = f"lenience {rec['lenience']:g}" if any(any(r) for r in rec["K"][1:]) else ""
+    lines = [
+        f"{head:<19} : {' > '.join(rec['models'])}   {lenience}".rstrip(),
+        f"  K                 : {rec['K']}",
+        f"  EWIF              : {rec['ewif']:.4f}   ({rec['expected_tokens']:.3f} tokens per "
         f"target step, cost {rec['expected_cost']:.4f} target passes)",
-        f"best plain SD       : {sd.models[1]}, k = {int(sd.K[0, 0])}: EWIF {sd.ewif:.4f}",
-        f"gain over plain SD  : x{out['gain_over_sd']:.4f} "
-        f"({(out['gain_over_sd'] - 1) * 100:+.1f}%)",
+        f"best plain SD       : {sd['models'][1]}, k = {sd['k']}: EWIF {sd['ewif']:.4f}",
+        f"gain over plain SD  : x{gain:.4f} ({(gain - 1) * 100:+.1f}%)",
         "autoregressive      : EWIF 1.0000",
-        "",
     ]
     iv = out.get("interval")
     if iv:
-        lines[-1:-1] = [
+        lines.append(
             f"{100 * iv['level']:.0f}% interval        : [{iv['low']:.4f}, {iv['high']:.4f}]; "
-            f"margin over AR {100 * (best.ewif - 1):+.1f}% [{100 * (iv['low'] - 1):+.1f}%, "
+            f"margin over AR {100 * (rec['ewif'] - 1):+.1f}% [{100 * (iv['low'] - 1):+.1f}%, "
             f"{100 * (iv['high'] - 1):+.1f}%] (bootstrap over {iv['prompts']} measuring prompts)"
-        ]
+        )
         if not iv["settled"]:
-            lines[-1:-1] = [
-                "the best speculative configuration is within the noise of AR: measure more prompts"
-            ]
-    if out["cost_model"] == "curve":
-        lines += [
-            "review sizes (measured pass-cost curves; m = positions per pass):",
-            *review_lines(out["review_sizes"]),
-            "",
-        ]
-    lines += [
-        "where the time goes (per target step):",
-        table(
-            ["model", "passes", "cost", "share"],
-            [
-                [w["model"], w["passes"], w["cost"], f"{w['share'] * 100:.1f}%"]
-                for w in out["where_the_time_goes"]
-            ],
-        ),
+            lines.append(
+                "warning: the best speculative configuration is within the noise of AR: "
+                "measure more prompts"
+            )
+    return [*lines, ""]
+
+
+def _review(out: dict) -> list[str]:
+    """Which review sizes ``m`` the configuration uses, with measured pass-cost curves."""
+    from ewif.search.explain import review_lines
+
+    if out["cost_model"] != "curve":
+        return []
+    return [
+        "review sizes (measured pass-cost curves; m = positions per pass):",
+        *review_lines(out["review_sizes"]),
         "",
-        "ranked configurations:",
-        table(
-            ["rank", "EWIF", "lenience", "K", "models"],
-            [
-                [
-                    i + 1,
-                    c["ewif"],
-                    f"{c['lenience']:g}",
-                    json.dumps(c["K"]),
-                    " > ".join(c["models"]),
-                ]
-                for i, c in enumerate(out["table"])
-            ],
-        ),
     ]
+
+
+def _time(out: dict) -> list[str]:
+    """Passes, cost and share of each model per target step."""
+    from ewif.base.text_table import table
+
+    rows = [
+        [w["model"], w["passes"], w["cost"], f"{w['share'] * 100:.1f}%"]
+        for w in out["where_the_time_goes"]
+    ]
+    return [
+        "where the time goes (per target step):",
+        table(["model", "passes", "cost", "share"], rows),
+        "",
+    ]
+
+
+def _ranked(out: dict) -> list[str]:
+    """The ranked configurations of the space."""
+    from ewif.base.text_table import table
+
+    rows = [
+        [i + 1, c["ewif"], f"{c['lenience']:g}", json.dumps(c["K"]), " > ".join(c["models"])]
+        for i, c in enumerate(out["table"])
+    ]
+    return [
+        "ranked configurations:",
+        table(["rank", "EWIF", "lenience", "K", "models"], rows),
+    ]
+
+
+def _batch(out: dict) -> list[str]:
+    """Plain SD's best draft length by batch size, per drafter, as ranges."""
+    lines = []
     for drafter, sched in out.get("batch_schedule", {}).items():
         parts = [
             f"B={r['low']}"
@@ -382,8 +434,21 @@ def _human(out: dict, best, sd) -> str:
             f"batch-aware plain SD with {drafter}: " + "; ".join(parts),
             f"  throughput vs AR at the same batch: {ratios}",
         ]
-    if out.get("plots"):
-        lines += ["", "plots: " + ", ".join(out["plots"])]
+    return lines
+
+
+def _tail(out: dict) -> list[str]:
+    """The figures written, the interruption, and the terms the report uses."""
+    lines = ["", "plots: " + ", ".join(out["plots"])] if out.get("plots") else []
     if out["interrupted"]:
         lines += ["", "(interrupted: partial search)"]
-    return "\n".join(lines)
+    return [*lines, "", TERMS]
+
+
+#: The glossary line of the report.
+TERMS = (
+    "terms: EWIF = expected walltime improvement factor, the exact speed-up over "
+    "autoregressive decoding (AR = 1); K[r][j] = tokens of model j+1 drafted per review by "
+    "model r (row 0: the target); lenience = how far a drafter's review loosens acceptance "
+    "(the target's review is exact); passes and cost per target step, in target passes"
+)

@@ -102,6 +102,7 @@ def recommend(
 ) -> Recommendation:
     """The recommendation for ``model_set`` (module docstring); the search is sized first
     and refused with ``hint`` when too big (:func:`ewif.search.space.space_size`)."""
+    _check_reviewable(model_set, model_set.leniences if leniences is None else leniences)
     chosen = search_space(model_set, space, k_max, mag_block)
     space_size(
         model_set.alpha,
@@ -114,6 +115,22 @@ def recommend(
         model_set, bounds=chosen.bounds, leniences=leniences, subsets=False, fill=fill, top=top
     )
     return Recommendation(result, chosen)
+
+
+def _check_reviewable(model_set: ModelSet, leniences: Sequence[float]) -> None:
+    """A one-line ``ValueError`` naming the missing acceptance rates when the target can
+    review no drafter at all (``alpha[0][j]`` null or NaN for every ``j``)."""
+    import numpy as np
+
+    row = model_set.alpha[model_set.checked_lenience(leniences[0])][0, 1:]
+    if np.isnan(row).all():
+        target = model_set.models[0]
+        pairs = ", ".join(f"alpha[0][{j}] ({target} reviewing {d})"
+                          for j, d in enumerate(model_set.models[1:], 1))  # fmt: skip
+        raise ValueError(
+            f"no drafter has an acceptance rate by the target: {pairs} "
+            f"{'is' if len(row) == 1 else 'are'} missing (null or NaN) in the model set"
+        )
 
 
 @dataclass(frozen=True)
