@@ -451,9 +451,13 @@ def save(model_set: ModelSet, path: str | Path) -> Path:
     if path.suffix.lower() in (".yaml", ".yml"):
         import yaml
 
-        path.write_text(yaml.safe_dump(data, sort_keys=False))
+        text = yaml.safe_dump(data, sort_keys=False)
     else:
-        path.write_text(json.dumps(data, indent=2) + "\n")
+        text = json.dumps(data, indent=2) + "\n"
+    try:
+        path.write_text(text)
+    except OSError as exc:
+        raise ValueError(f"cannot write model-set file {str(path)!r}: {exc.strerror}") from None
     return path
 
 

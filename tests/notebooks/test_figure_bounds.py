@@ -22,7 +22,7 @@ def _figures(monkeypatch) -> list:
     return drawn
 
 
-def _outside(fig) -> str:
+def outside(fig) -> str:
     """What of ``fig`` leaves its canvas: the figure's tight bounding box (every drawn
     artist, tick labels included) against the figure's own box, 1 px of slack; the texts
     (other than tick labels) that stick out are named. Empty when all is inside."""
@@ -101,5 +101,5 @@ def test_no_text_leaves_the_canvas(kind, tmp_path, monkeypatch, capsys, run_file
     assert main(argv) == 0, capsys.readouterr().err
     assert drawn
     for fig in drawn:
-        assert _outside(fig) == ""
+        assert outside(fig) == ""
         assert _overlapping_annotations(fig) == []
