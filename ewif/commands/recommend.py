@@ -46,14 +46,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="largest budget searched (default 30 paper, 12 full)",
     )
-    parser.add_argument("--mag-block", type=int, default=10, help="MaG budget in the paper space")
+    parser.add_argument(
+        "--mag-block",
+        type=int,
+        default=10,
+        help="Max-Gram's budgets in the paper space (refused in the full space)",
+    )
     parser.add_argument(
         "--lenience",
         type=float,
         action="append",
         help="lenience to try (repeatable; default all in the set)",
     )
-    parser.add_argument("--fill", choices=("tokens", "rounds"), default="tokens")
+    parser.add_argument(
+        "--fill",
+        choices=("tokens", "rounds"),
+        default="tokens",
+        help="how a reviewing drafter fills its block: review calls until it holds at least "
+        "its K entry in tokens, or exactly K entry review calls (rounds)",
+    )
     parser.add_argument("--top", type=int, default=5, help="rows of the ranked table")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     parser.add_argument(
@@ -86,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
     from ewif.search.recommendation import load_model_set, recommend
 
     ms, where = load_model_set(args.preset, args.from_file)
-    sizes, paths, plot_paths = _checked(args)  # every argument before the search
+    sizes, paths, plot_paths = _checked(args, ms)  # every argument before the search
     rec = recommend(
         ms,
         space=args.space,
@@ -119,10 +130,18 @@ def run(args: argparse.Namespace) -> int:
     return cli.INTERRUPTED if rec.result.interrupted else 0
 
 
-def _checked(args: argparse.Namespace):
+def _checked(args: argparse.Namespace, ms):
     """``(batch sizes or None, --model-path mapping, plot paths or None)``, every argument
     checked before the search starts."""
     from ewif.base import limits
+    from ewif.search.space import is_paper_shape
+
+    paper = args.space == "paper" or (args.space == "auto" and is_paper_shape(ms))
+    if args.mag_block != 10 and not paper:
+        raise ValueError(
+            "--mag-block sets Max-Gram's budgets in the paper space; this set is searched in "
+            "the full space (every K entry 0..--k-max): drop --mag-block, or give --space paper"
+        )
 
     if args.top < 1:
         raise ValueError(f"--top must be an integer >= 1, got {args.top}")

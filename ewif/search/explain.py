@@ -31,6 +31,16 @@ def autoregressive_line(what: str, ewif: float) -> str:
     )
 
 
+def lenience_words(K: Any, lenience: float) -> str:
+    """``lenience L`` where a drafter reviews under ``K``; where only the target reviews, a
+    lenience other than 1 is named as unused (the target's review is exact)."""
+    import numpy as np
+
+    if np.asarray(K)[1:].any():
+        return f"lenience {lenience:g}"
+    return "" if lenience == 1.0 else f"lenience {lenience:g} (unused: only the target reviews)"
+
+
 def review_sizes(cascade: Cascade) -> list[dict[str, Any]]:
     """Per model with passes: passes per target step, the range and mean of ``m`` over its
     passes, the expected cost of those passes per step (a catch-up drafter's less the logit

@@ -456,7 +456,7 @@ def _transformers(plan: Plan, target: str, drafter: str) -> tuple[dict, str, lis
         args = ", assistant_model=assistant" + args
     lines += [
         'inputs = tokenizer("Your prompt here", return_tensors="pt")',
-        f"out = model.generate(**inputs{args})",
+        f"out = model.generate(**inputs, max_new_tokens=64{args})",
         "print(tokenizer.decode(out[0], skip_special_tokens=True))",
     ]
     return kwargs, "\n".join(lines), notes

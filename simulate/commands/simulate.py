@@ -210,11 +210,13 @@ def _replay(ms: Any, cascade: Any, lenience: float, seed: int) -> dict:
 
 def _human(out: dict, comparison: Any, level: float) -> str:
     from ewif.base.text_table import table
+    from ewif.search.explain import lenience_words
     from simulate.stats import normal_quantile
 
     c, r = out["cascade"], comparison.result
     lines = [
-        f"{out['source']}: {' > '.join(c['models'])}  K={c['K']}  lenience {c['lenience']:g}  "
+        f"{out['source']}: {' > '.join(c['models'])}  K={c['K']}  "
+        f"{lenience_words(c['K'], c['lenience']) or 'lenience 1'}  "
         f"fill={c['fill']}  ({c['chosen']})",
         f"{r.trials:,} target steps, seed {r.seed}, {r.seconds:.2f} s "
         f"({r.steps_per_second:,.0f} steps/s){'  INTERRUPTED' if r.interrupted else ''}; "

@@ -235,3 +235,22 @@ def test_item8_the_recommendation_leads_with_one_decision(tmp_path):
     # a NaN alpha is named
     done = csd("recommend", "--from", _model_set(tmp_path, "nan.json", float("nan")), cwd=tmp_path)
     one_line_exit_2(done, "alpha[0][1] (t reviewing d) is missing (null or NaN)")
+
+
+def test_item10_the_transformers_snippet_runs_as_printed(tiny_model_dirs, tmp_path, capsys):
+    """``csd recommend --emit transformers`` prints a program that runs: its tokenizer, its
+    inputs, the model class the target's config asks for, the emitted assistant."""
+    from ewif.cli import main
+
+    data = {"schema": "csd.models/5", "models": ["target", "near"], "cost": [1.0, 0.05],
+            "alpha": [[None, 0.9], [None, None]]}  # fmt: skip
+    path = tmp_path / "pair.json"
+    path.write_text(json.dumps(data))
+    paths = [f"--model-path={n}={tiny_model_dirs[n]}" for n in ("target", "near")]
+    assert main(["recommend", "--from", str(path), "--emit", "transformers", *paths,
+                 "--json"]) == 0  # fmt: skip
+    text = json.loads(capsys.readouterr().out)["emit"]["text"]
+    assert "assistant_model=assistant" in text
+    namespace: dict = {}
+    exec(compile(text, "emitted", "exec"), namespace)
+    assert namespace["out"].shape[0] == 1 and namespace["inputs"]["input_ids"].shape[0] == 1
