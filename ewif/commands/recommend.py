@@ -32,7 +32,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--from",
         dest="from_file",
         metavar="FILE",
-        help="csd.models/1-5 model-set file (JSON or YAML), e.g. written by realrun",
+        help="model-set file (csd.models/1-5, JSON or YAML; docs/files.md), e.g. written by "
+        "csd measure, or a results file (csd.results/1: its run's model set)",
     )
     parser.add_argument(
         "--space",

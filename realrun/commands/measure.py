@@ -125,8 +125,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--batch-sizes",
         metavar="B,B,...",
-        help="also time batched passes of B rows (a serving engine's step; written as "
-        "batch_cost_curve, csd.models/4; default: none)",
+        help="also time batched passes of B rows (a serving engine's step; written as the "
+        "model set's batch_cost_curve; default: none)",
     )
     parser.add_argument("-o", "--output", required=True, help="model-set file to write")
     metrics = parser.add_argument_group(
