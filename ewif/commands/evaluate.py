@@ -14,7 +14,9 @@ HELP = "evaluate the cascade section of a model-set file exactly (EWIF, tokens, 
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("file", metavar="FILE", help="model-set file (csd.models/1-5) with a 'cascade' section")
+    parser.add_argument(
+        "file", metavar="FILE", help="model-set file (csd.models/1-5) with a 'cascade' section"
+    )
     parser.add_argument(
         "--fill",
         choices=("tokens", "rounds"),
