@@ -35,7 +35,28 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     kinds = parser.add_subparsers(
         dest="kind", metavar="KIND", required=True, title="kinds (csd plot KIND --help)"
     )
-    decay = _kind(kinds, "decay", "acceptance by draft position (Figure 2)")
+    _decay_arguments(_kind(kinds, "decay", "acceptance by draft position (Figure 2)"))
+    _ewif_vs_k_arguments(_kind(kinds, "ewif-vs-k", "EWIF against draft length, optima marked"))
+    land = _kind(kinds, "landscape", "EWIF heat map over two K entries")
+    _source(land)
+    _cascade(land)
+    land.add_argument(
+        "--entries",
+        nargs=2,
+        metavar="RJ",
+        help="the two K entries as 1-based r,j pairs, e.g. 1,1 2,2 "
+        "(default: the two that matter most)",
+    )
+    land.add_argument(
+        "--k-max", type=int, default=30, help="largest budget (default 30, at most 100)"
+    )
+    cal = _kind(kinds, "calibration", "predicted vs measured speedup of a run")
+    cal.add_argument("results", metavar="RESULTS", help="csd.results/1 file (csd realrun)")
+    _common(cal)
+
+
+def _decay_arguments(decay: argparse.ArgumentParser) -> None:
+    """The options of ``csd plot decay``."""
     _source(decay)
     _cascade(decay)
     decay.add_argument(
@@ -72,7 +93,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="with a model-set file: its alpha_by_position pair (default: 0,first)",
     )
 
-    evk = _kind(kinds, "ewif-vs-k", "EWIF against draft length, optima marked")
+
+def _ewif_vs_k_arguments(evk: argparse.ArgumentParser) -> None:
+    """The options of ``csd plot ewif-vs-k``."""
     _source(evk)
     evk.add_argument("--alpha", type=float, help="target's acceptance of drafter 1")
     evk.add_argument("--cost", type=float, help="cost of drafter 1 (target pass = 1)")
@@ -97,24 +120,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=20,
         help="last draft length (default 20, at most 200; widened to hold plain SD's optimum)",
     )
-
-    land = _kind(kinds, "landscape", "EWIF heat map over two K entries")
-    _source(land)
-    _cascade(land)
-    land.add_argument(
-        "--entries",
-        nargs=2,
-        metavar="RJ",
-        help="the two K entries as 1-based r,j pairs, e.g. 1,1 2,2 "
-        "(default: the two that matter most)",
-    )
-    land.add_argument(
-        "--k-max", type=int, default=30, help="largest budget (default 30, at most 100)"
-    )
-
-    cal = _kind(kinds, "calibration", "predicted vs measured speedup of a run")
-    cal.add_argument("results", metavar="RESULTS", help="csd.results/1 file (csd realrun)")
-    _common(cal)
 
 
 def _kind(kinds, name: str, text: str) -> argparse.ArgumentParser:
