@@ -30,7 +30,11 @@ REALRUN_LENIENCES = (1.0, 2.0, 3.0, 5.0)
 
 
 def check_model_options(args: argparse.Namespace) -> None:
-    """What ``csd measure`` and ``csd realrun`` share: counts, decoding, backend, models."""
+    """What ``csd measure`` and ``csd realrun`` share: the extras, counts, decoding, backend,
+    models."""
+    for module in ("torch", "transformers"):  # the realrun extra, whichever the backend
+        if _missing(module):
+            raise ModuleNotFoundError(f"{module} is not installed", name=module)
     validate.count("--max-new-tokens", args.max_new_tokens, minimum=1)
     validate.count("--k-max", args.k_max, minimum=1)
     validate.cost("--temperature", args.temperature)
