@@ -48,7 +48,7 @@ def check_model_options(args: argparse.Namespace) -> None:
             raise ModuleNotFoundError("llama-cpp-python is not installed", name="llama_cpp")
         if args.dtype != "auto":
             raise ValueError(
-                f"--backend llama.cpp runs a GGUF's weights as stored: --dtype must be auto, "
+                f"--backend llama.cpp runs a GGUF's weights as stored: dtype must be 'auto', "
                 f"got {args.dtype!r}"
             )
         bad = [m for m in args.models if Path(m).suffix.lower() != ".gguf"]
