@@ -131,3 +131,35 @@ def test_every_option_has_a_description_and_every_plot_kind_a_description_line()
     assert missing == []
     for prog, parser in _parsers():
         assert parser.description, prog
+
+
+def test_one_rule_chooses_the_cascade_of_a_file():
+    """Given K, else the set's cascade section, else the recommendation; models without K
+    refused whatever the set holds."""
+    from ewif.files import presets
+    from ewif.search import recommendation as rec
+
+    with_section, without = presets.load_preset("flan-t5-ms"), presets.load_preset("t5-cnndm-ms")
+    given = rec.choose_cascade(without, ["t5-xxl", "t5-small"], [[3]])
+    assert given.how == rec.GIVEN and given.cascade.K.tolist() == [[3]]
+    section = rec.choose_cascade(with_section)
+    assert section.how == rec.SECTION and section.lenience == with_section.cascade.lenience
+    chosen = rec.choose_cascade(without)
+    assert chosen.how == rec.RECOMMENDED
+    assert chosen.cascade.K.tolist() == rec.recommend(without).best.K.tolist()
+    for ms in (with_section, without):
+        with pytest.raises(ValueError, match="--models needs --K"):
+            rec.choose_cascade(ms, ["t5-xxl", "t5-small"] if ms is without else ms.models[:2])
+
+
+@pytest.mark.parametrize("preset", ["flan-t5-ms", "t5-cnndm-ms"])
+def test_plot_and_simulate_choose_the_same_cascade(capsys, tmp_path, preset):
+    rc, out, err = run(capsys, "simulate", "--preset", preset, "--trials", "2000", "--json")
+    assert rc in (0, 1), err
+    simulated = json.loads(out)["cascade"]
+    rc, out, err = run(capsys, "plot", "landscape", "--preset", preset, "--k-max", "3",
+                       "--json", "-o", str(tmp_path / "l.png"))  # fmt: skip
+    assert rc == 0, err
+    plotted = json.loads(out)
+    assert (plotted["models"], plotted["K"]) == (simulated["models"], simulated["K"])
+    assert plotted["chosen"] == simulated["chosen"]
