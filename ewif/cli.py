@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import re
 import sys
 from collections.abc import Sequence
 from importlib.metadata import entry_points, version
@@ -77,6 +78,12 @@ def _show_defaults(parser: argparse.ArgumentParser) -> None:
 
 
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        # "-1,2" (a list with a negative first value) is a value, not an option: argparse
+        # otherwise says "expected one argument" instead of the option's own check
+        self._negative_number_matcher = re.compile(r"^-\d[\d.,eE+-]*$|^-\.\d+$")
+
     def error(self, message: str) -> None:  # one line, exit 2
         self.exit(2, f"{self.prog}: error: {message}\n")
 

@@ -14,8 +14,16 @@ HELP = "evaluate the cascade section of a model-set file exactly (EWIF, tokens, 
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("file", metavar="FILE", help="csd.models/1-6 file with a 'cascade' section")
-    parser.add_argument("--fill", choices=("tokens", "rounds"), default="tokens")
+    parser.add_argument(
+        "file", metavar="FILE", help="model-set file (csd.models/1-6) with a 'cascade' section"
+    )
+    parser.add_argument(
+        "--fill",
+        choices=("tokens", "rounds"),
+        default="tokens",
+        help="how a reviewing drafter fills its block: review calls until it holds at least "
+        "its K entry in tokens, or exactly K entry review calls (rounds)",
+    )
     parser.add_argument(
         "--positions",
         type=int,
@@ -43,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
     from ewif.base import limits
     from ewif.base.text_table import table
     from ewif.files import model_set as model_io
-    from ewif.search.explain import decision, review_lines, review_sizes
+    from ewif.search.explain import decision, lenience_words, review_lines, review_sizes
 
     if args.tree:
         return _tree(args)
@@ -79,7 +87,8 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(out, indent=2))
         return 0
     print(
-        f"{' > '.join(c.names)}  K={c.K.tolist()}  lenience {ms.cascade.lenience:g}  fill={c.fill}"
+        f"{' > '.join(c.names)}  K={c.K.tolist()}  "
+        f"{lenience_words(c.K, ms.cascade.lenience) or 'lenience 1'}  fill={c.fill}"
     )
     print(
         f"EWIF {out['ewif']:.4f}   tokens/step {out['expected_tokens']:.4f}   "

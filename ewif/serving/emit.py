@@ -49,7 +49,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ewif.base import validate
-from ewif.predict.batch import BatchChoice, ScheduleRange, batch_ratio, is_proposer
+from ewif.predict.batch import BatchChoice, ScheduleRange, batch_ratio, is_proposer, pricing_note
 from ewif.serving.engines import Engine, engine
 
 if TYPE_CHECKING:
@@ -264,6 +264,8 @@ def emission(
                     f"{kept}, not {[b for b in sizes if b not in kept]}"
                 )
             sizes = kept
+        if len(sizes) > 1 and (why := pricing_note(model_set)) is not None:
+            notes.append(why)
     candidates = plans(model_set, eng, sizes, k_max)
     best = max(candidates, key=lambda p: p.score)  # first of equals: the larger drafter
     declined = None
@@ -439,15 +441,24 @@ def _transformers(plan: Plan, target: str, drafter: str) -> tuple[dict, str, lis
     elif plan.method == NGRAM:
         kwargs = {"prompt_lookup_num_tokens": plan.k, "max_matching_ngram_size": LOOKUP_MAX}
     shown = {k: v for k, v in kwargs.items() if k != "assistant_model"}
-    lines = [
-        "from transformers import AutoModelForCausalLM",
-        f"model = AutoModelForCausalLM.from_pretrained({target!r})",
+    lines = [  # runs as printed: decoder-only or encoder-decoder, by the model's own config
+        "from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForSeq2SeqLM, "
+        "AutoTokenizer",
+        f"target = {target!r}",
+        "Auto = (AutoModelForSeq2SeqLM if AutoConfig.from_pretrained(target).is_encoder_decoder",
+        "        else AutoModelForCausalLM)",
+        "tokenizer = AutoTokenizer.from_pretrained(target)",
+        "model = Auto.from_pretrained(target)",
     ]
     args = "".join(f", {k}={v!r}" for k, v in shown.items())
     if plan.method == DRAFT_MODEL:
-        lines.append(f"assistant = AutoModelForCausalLM.from_pretrained({drafter!r})")
+        lines.append(f"assistant = Auto.from_pretrained({drafter!r})")
         args = ", assistant_model=assistant" + args
-    lines.append(f"out = model.generate(**inputs{args})")
+    lines += [
+        'inputs = tokenizer("Your prompt here", return_tensors="pt")',
+        f"out = model.generate(**inputs, max_new_tokens=64{args})",
+        "print(tokenizer.decode(out[0], skip_special_tokens=True))",
+    ]
     return kwargs, "\n".join(lines), notes
 
 
