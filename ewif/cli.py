@@ -49,6 +49,18 @@ EXTRAS = {
 }
 
 
+def add_fill_argument(parser: argparse.ArgumentParser) -> None:
+    """``--fill tokens|rounds``, Algorithm 1's two readings of a drafter's budget, for every
+    command that evaluates a cascade."""
+    parser.add_argument(
+        "--fill",
+        choices=("tokens", "rounds"),
+        default="tokens",
+        help="how a reviewing drafter fills its block: review calls until it holds at least "
+        "its K entry in tokens, or exactly K entry review calls (rounds)",
+    )
+
+
 def _commands() -> dict[str, str]:
     """Map command name -> module path, from the installed entry points."""
     return {ep.name: ep.value for ep in entry_points(group=GROUP)}

@@ -10,6 +10,8 @@ from __future__ import annotations
 import argparse
 import json
 
+from ewif import cli
+
 HELP = "evaluate the cascade section of a model-set file exactly (EWIF, tokens, cost, passes)"
 
 
@@ -17,13 +19,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "file", metavar="FILE", help="model-set file (csd.models/1-6) with a 'cascade' section"
     )
-    parser.add_argument(
-        "--fill",
-        choices=("tokens", "rounds"),
-        default="tokens",
-        help="how a reviewing drafter fills its block: review calls until it holds at least "
-        "its K entry in tokens, or exactly K entry review calls (rounds)",
-    )
+    cli.add_fill_argument(parser)
     parser.add_argument(
         "--positions",
         type=int,

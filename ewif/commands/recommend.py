@@ -60,13 +60,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="append",
         help="lenience to try (repeatable; default all in the set)",
     )
-    parser.add_argument(
-        "--fill",
-        choices=("tokens", "rounds"),
-        default="tokens",
-        help="how a reviewing drafter fills its block: review calls until it holds at least "
-        "its K entry in tokens, or exactly K entry review calls (rounds)",
-    )
+    cli.add_fill_argument(parser)
     parser.add_argument("--top", type=int, default=5, help="rows of the ranked table")
     parser.add_argument(
         "--mix",

@@ -40,13 +40,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--K", dest="K", help='budget matrix as JSON, e.g. "[[2,10],[0,10]]"')
     parser.add_argument("--lenience", type=float, help="lenience of the drafter reviews")
-    parser.add_argument(
-        "--fill",
-        choices=("tokens", "rounds"),
-        default="tokens",
-        help="how a reviewing drafter fills its block: review calls until it holds at least "
-        "its K entry in tokens, or exactly K entry review calls (rounds)",
-    )
+    cli.add_fill_argument(parser)
     parser.add_argument(
         "--trials",
         type=int,
