@@ -118,6 +118,26 @@ def pass_price(model_set: ModelSet, i: int, rows: int, m: float, one_output: boo
     return y0 + (y1 - y0) * (total - low)
 
 
+def pricing_note(model_set: ModelSet) -> str | None:
+    """What a batch-aware answer for ``model_set`` rests on, when it is not measured batched
+    costs: the batch-1 curves read at ``B·m`` positions, or — a set whose pass cost does not
+    grow with the positions it feeds (no curve, ``cost_per_token`` 0) — nothing at all, so
+    every batch size is priced alike. None for a set with ``batch_cost_curve``."""
+    if model_set.batch_costs is not None:
+        return None
+    if model_set.cost_curve is None and not np.any(model_set.cost_per_token):
+        return (
+            "this set has no batched costs and its pass costs do not grow with the positions a "
+            "pass feeds (no cost_curve, cost_per_token 0): every batch size is priced alike, "
+            "as batch 1; measure batched costs (csd measure --batch-sizes) for a batch-aware answer"
+        )
+    return (
+        "this set has no batched costs (batch_cost_curve): a pass over B rows is priced by the "
+        "batch-1 curve at B·m positions (attention over B caches left out); measure them with "
+        "csd measure --batch-sizes"
+    )
+
+
 def batch_ratio(
     model_set: ModelSet,
     drafter: str,

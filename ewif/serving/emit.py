@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ewif.base import validate
-from ewif.predict.batch import BatchChoice, ScheduleRange, batch_ratio, is_proposer
+from ewif.predict.batch import BatchChoice, ScheduleRange, batch_ratio, is_proposer, pricing_note
 from ewif.serving.engines import Engine, engine
 from ewif.serving.plan import DRAFT_MODEL, LOOKUP_MAX, LOOKUP_MIN, NGRAM, NONE, Plan
 from ewif.serving.render import RENDER
@@ -264,6 +264,8 @@ def emission(
         "express for this model set"
     ]
     sizes = _asked_sizes(eng, batch_sizes, notes)
+    if sizes and len(sizes) > 1 and profile is None and (why := pricing_note(model_set)):
+        notes.append(why)
     candidates = plans(model_set, eng, sizes, k_max, profile)
     best = max(candidates, key=lambda p: p.score)  # first of equals: the larger drafter
     declined = None

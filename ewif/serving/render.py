@@ -166,15 +166,24 @@ def _transformers(plan: Plan, target: str, drafter: str) -> tuple[dict, str, lis
     elif plan.method == NGRAM:
         kwargs = {"prompt_lookup_num_tokens": plan.k, "max_matching_ngram_size": LOOKUP_MAX}
     shown = {k: v for k, v in kwargs.items() if k != "assistant_model"}
-    lines = [
-        "from transformers import AutoModelForCausalLM",
-        f"model = AutoModelForCausalLM.from_pretrained({target!r})",
+    lines = [  # runs as printed: decoder-only or encoder-decoder, by the model's own config
+        "from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForSeq2SeqLM, "
+        "AutoTokenizer",
+        f"target = {target!r}",
+        "Auto = (AutoModelForSeq2SeqLM if AutoConfig.from_pretrained(target).is_encoder_decoder",
+        "        else AutoModelForCausalLM)",
+        "tokenizer = AutoTokenizer.from_pretrained(target)",
+        "model = Auto.from_pretrained(target)",
     ]
     args = "".join(f", {k}={v!r}" for k, v in shown.items())
     if plan.method == DRAFT_MODEL:
-        lines.append(f"assistant = AutoModelForCausalLM.from_pretrained({drafter!r})")
+        lines.append(f"assistant = Auto.from_pretrained({drafter!r})")
         args = ", assistant_model=assistant" + args
-    lines.append(f"out = model.generate(**inputs{args})")
+    lines += [
+        'inputs = tokenizer("Your prompt here", return_tensors="pt")',
+        f"out = model.generate(**inputs, max_new_tokens=64{args})",
+        "print(tokenizer.decode(out[0], skip_special_tokens=True))",
+    ]
     return kwargs, "\n".join(lines), notes
 
 
