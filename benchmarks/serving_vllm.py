@@ -109,7 +109,11 @@ def k_by_batch(config: dict, sizes) -> dict[int, int]:
     ``num_speculative_tokens_per_batch_size`` ranges, else ``num_speculative_tokens``)."""
     k = config["num_speculative_tokens"]
     ranges = config.get("num_speculative_tokens_per_batch_size") or []
-    return {b: next((r[2] for r in ranges if r[0] <= b <= r[1]), k) for b in sizes}
+    out = {}
+    for b in sizes:  # past (or between) the ranges vLLM keeps the previous range's k
+        before = [r for r in ranges if r[0] <= b]
+        out[b] = before[-1][2] if before else k
+    return out
 
 
 def serve_all(dirs, plan, ids, args, metrics_dir) -> dict[str, dict[int, list]]:
