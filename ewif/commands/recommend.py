@@ -99,6 +99,12 @@ def _serving_arguments(parser: argparse.ArgumentParser) -> None:
         help="with --emit: the path or hub id of the set's model NAME (repeatable; default: "
         "the name)",
     )
+    parser.add_argument(
+        "--vllm-profile",
+        metavar="FILE",
+        help="with --emit vllm: price with vLLM's own measured step costs and n-gram behaviour "
+        "(a csd.vllm-profile/1 file, benchmarks/vllm_profile.py)",
+    )
 
 
 def _tree_arguments(trees: argparse._ArgumentGroup) -> None:
@@ -147,7 +153,13 @@ def run(args: argparse.Namespace) -> int:
     if args.emit:
         from ewif.serving.emit import emission
 
-        out["emit"] = emission(ms, args.emit, sizes, k_max=k_max, paths=paths).to_dict()
+        profile = None
+        if args.vllm_profile:
+            from ewif.files.vllm_profile import load as load_profile
+
+            profile = load_profile(args.vllm_profile)
+        emitted = emission(ms, args.emit, sizes, k_max=k_max, paths=paths, profile=profile)
+        out["emit"] = emitted.to_dict()
     if plot_paths:
         out["plots"] = [str(p) for p in _plots(rec.result, rec.cascade(), plot_paths, k_max)]
     if args.json:
@@ -177,6 +189,8 @@ def _checked(args: argparse.Namespace, ms):
     limits.at_most("--top", args.top, limits.MAX_TOP, "rows")
     if args.model_path and not args.emit:
         raise ValueError("--model-path maps model names for --emit; give --emit ENGINE too")
+    if args.vllm_profile and args.emit != "vllm":
+        raise ValueError("--vllm-profile prices vLLM's drafting; give --emit vllm too")
     sizes = None if args.batch_sizes is None else _batch_sizes(args.batch_sizes)
     paths = validate.name_values("--model-path", args.model_path or [], "NAME=PATH")
     return sizes, paths, _plot_paths(args.plot) if args.plot else None
