@@ -421,8 +421,9 @@ def measure_numerics(
     backend: str = "transformers",
 ) -> Measured:
     """Measure the family on the measuring split, choosing dtype and threads when ``"auto"``
-    (or given as lists of candidates) on a CPU by the staged search of the module docstring (``batch_invariance``: the rule,
-    ``strict`` or ``near-ties``, :mod:`realrun.invariance`); returns the family loaded in the
+    (or given as lists of candidates) on a CPU by the staged search of the module docstring
+    (``batch_invariance``: the rule, ``strict`` or ``near-ties``,
+    :mod:`realrun.invariance`); returns the family loaded in the
     chosen numerics with its model set (α measured in those numerics)."""
     given = locals()
     settings = search_settings(**{name: given[name] for name in _SETTINGS_ARGUMENTS})
@@ -460,8 +461,9 @@ def search_settings(
 ) -> SearchSettings:
     """The candidates (``"auto"``: every CPU dtype on transformers, every thread count
     ``cores..1`` on a CPU; a list or tuple of CPU dtypes or of thread counts: those, e.g. a
-    reduced set both searches of ``benchmarks/numerics_search.py`` cover) and the rest of the arguments of :func:`measure_numerics`,
-    checked, as :class:`SearchSettings` (``max_m`` None: ``2·k_max``)."""
+    reduced set both searches of ``benchmarks/numerics_search.py`` cover) and the rest of
+    the arguments of :func:`measure_numerics`, checked, as :class:`SearchSettings`
+    (``max_m`` None: ``2·k_max``)."""
     if batch_invariance not in RULES:
         raise ValueError(
             f"batch_invariance must be one of {', '.join(RULES)}, got {batch_invariance!r}"

@@ -265,5 +265,5 @@ def test_a_reduced_candidate_set_is_searched_exhaustively(tiny_model_dirs, promp
     ("dtype", "threads"), [(("float32", "float8"), "auto"), ((), "auto"), ("auto", (1, 0))]
 )
 def test_bad_candidate_sets_are_refused(tiny_model_dirs, prompt_file, dtype, threads):
-    with pytest.raises(ValueError, match="dtype candidates|threads"):
+    with pytest.raises(ValueError, match=r"dtype candidates|threads"):
         _search(tiny_model_dirs, prompt_file, threads=threads, dtype=dtype)
