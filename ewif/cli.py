@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import re
 import sys
 from collections.abc import Sequence
 from importlib.metadata import entry_points, version
@@ -46,6 +47,18 @@ EXTRAS = {
     "gguf": f"pip install '{DISTRIBUTION}[realrun]'",
     "llama_cpp": 'pip install "$(benchmarks/build_llamacpp_wheel.sh)" (see docs/realrun.md)',
 }
+
+
+def add_fill_argument(parser: argparse.ArgumentParser) -> None:
+    """``--fill tokens|rounds``, Algorithm 1's two readings of a drafter's budget, for every
+    command that evaluates a cascade."""
+    parser.add_argument(
+        "--fill",
+        choices=("tokens", "rounds"),
+        default="tokens",
+        help="how a reviewing drafter fills its block: review calls until it holds at least "
+        "its K entry in tokens, or exactly K entry review calls (rounds)",
+    )
 
 
 def _commands() -> dict[str, str]:
@@ -77,6 +90,12 @@ def _show_defaults(parser: argparse.ArgumentParser) -> None:
 
 
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        # "-1,2" (a list with a negative first value) is a value, not an option: argparse
+        # otherwise says "expected one argument" instead of the option's own check
+        self._negative_number_matcher = re.compile(r"^-\d[\d.,eE+-]*$|^-\.\d+$")
+
     def error(self, message: str) -> None:  # one line, exit 2
         self.exit(2, f"{self.prog}: error: {message}\n")
 

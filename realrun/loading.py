@@ -20,6 +20,7 @@ import hashlib
 import json
 import os
 import shutil
+import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -139,6 +140,7 @@ def convert_gguf(gguf_path: str | Path) -> Path:
     if marker.is_file() and json.loads(marker.read_text()).get("sha256") == sha:
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
+    _announce(gguf_path, target)
     staging = Path(tempfile.mkdtemp(prefix=f".{sha[:SHA_PREFIX]}-", dir=target.parent))
     try:
         kwargs = {"gguf_file": gguf_path.name, "local_files_only": True}
@@ -161,6 +163,37 @@ def convert_gguf(gguf_path: str | Path) -> Path:
         if staging.exists():
             shutil.rmtree(staging)
     return target
+
+
+def dense_bytes(gguf_path: str | Path) -> int | None:
+    """The size of a GGUF file's weights once dequantized to float32 (4 bytes per
+    parameter), from its tensor table; None when the file cannot be read as GGUF."""
+    try:
+        from gguf import GGUFReader
+
+        return 4 * sum(int(t.n_elements) for t in GGUFReader(str(gguf_path)).tensors)
+    except Exception:  # the conversion itself reports an unreadable file
+        return None
+
+
+def _announce(gguf_path: Path, target: Path) -> None:
+    """One line on stderr before a conversion: what is converted, where it goes and how
+    large it will be; refuses when the cache's disk has not that much room."""
+    size = dense_bytes(gguf_path)
+    free = shutil.disk_usage(target.parent).free
+    if size is not None and size > free:
+        raise ValueError(
+            f"converting {gguf_path.name} needs {size / 1e6:,.0f} MB in {target.parent}, which "
+            f"has {free / 1e6:,.0f} MB free; set ${CACHE_ENV} to a folder with room"
+        )
+    about = f"{size / 1e6:,.0f} MB" if size is not None else "about 4 bytes per parameter"
+    print(
+        f"csd: converting {gguf_path.name} ({gguf_path.stat().st_size / 1e6:,.0f} MB) once to "
+        f"float32 safetensors in {target} ({about}; later runs reuse it; ${CACHE_ENV} moves "
+        "the cache)",
+        file=sys.stderr,
+        flush=True,
+    )
 
 
 def _dense_gguf() -> dict:

@@ -52,7 +52,7 @@ def method_table(results: Results, meta: RunMetadata) -> list[str]:
         err = m.prediction_error
         rows.append(
             f"{m.name:<{width}}  {m.tokens_per_s:8.3f}  {_f(m.speedup):>7}  "
-            f"{_f(m.predicted_speedup):>9}  {_f(None if err is None else 100 * err, '.1f'):>12}%"
+            f"{_f(m.predicted_speedup):>9}  {'-' if err is None else f'{100 * err:.1f}%':>13}"
             f"  {_f(m.swi):>5}  {_f(m.mean_accepted_length, '.2f'):>13}"
         )
     return rows
@@ -195,9 +195,17 @@ def median_error(results: Results, meta: RunMetadata) -> list[str]:
 
 
 def recommendation(results: Results, meta: RunMetadata) -> list[str]:
-    """ewif's recommendation and the review sizes it relies on."""
+    """ewif's recommendation from the measuring split (its EWIF for unbounded generations;
+    the table's prediction is for the generations the run made) and the review sizes it
+    relies on."""
     rec = meta.recommendation
-    return [] if rec is None else [rec.describe, *explain.review_lines(rec.review_sizes)]
+    if rec is None:
+        return []
+    return [
+        f"ewif's recommendation from the measuring split (EWIF of unbounded generations): "
+        f"{rec.describe}",
+        *explain.review_lines(rec.review_sizes),
+    ]
 
 
 def peers(results: Results, meta: RunMetadata) -> list[str]:
@@ -261,10 +269,119 @@ def interrupted(results: Results, meta: RunMetadata) -> list[str]:
     return ["(interrupted: partial results over the prompts finished)"] if meta.interrupted else []
 
 
+def decision(results: Results, meta: RunMetadata) -> list[str]:
+    """The one line the report leads with: the fastest of AR and our methods (sd/csd) as
+    measured on the held-out prompts, with ewif's prediction of it, and where ewif's
+    recommendation (from the measuring split, below) said otherwise."""
+    ours = _ours(results)
+    if results.autoregressive is None or not ours:
+        return []
+    best, rec, n = max(ours, key=lambda m: m.speedup), meta.recommendation, results.prompts
+    partial = " (interrupted: partial run)" if meta.interrupted else ""
+    said = f"predicted {_f(best.predicted_speedup)}x"
+    if best.speedup > 1.0:
+        line = (
+            f"decision: run {best.name}: {best.speedup:.3f}x AR measured on {n} held-out "
+            f"prompts ({said})"
+        )
+        if rec is not None and rec.decision == "autoregressive":
+            line += "; ewif's recommendation (below) expected no speed-up"
+        elif rec is not None and rec.best_speculative != best.name:
+            line += f"; ewif recommended {rec.best_speculative} (below)"
+    else:
+        line = (
+            f"decision: decode autoregressively: none of our methods beat AR on {n} held-out "
+            f"prompts; the fastest, {best.name}, measured {best.speedup:.3f}x ({said})"
+        )
+        if rec is not None and rec.decision == "speculative":
+            line += f"; ewif had recommended {rec.best_speculative} (below)"
+    return [line + partial]
+
+
+def _ours(results: Results) -> list:
+    """The methods ewif models (sd/csd) with a measured speed-up."""
+    return [m for m in results.methods if m.kind in ("sd", "csd") and m.speedup is not None]
+
+
+#: Fewer held-out prompts than this and the report warns that its intervals rest on too few.
+MIN_PROMPTS = 8
+
+
+def reliability(results: Results, meta: RunMetadata) -> list[str]:
+    """A warning when the intervals rest on too few prompts: fewer than :data:`MIN_PROMPTS`
+    held out, or the interval of the fastest method still holding 1 (AR)."""
+    ours = _ours(results)
+    if not ours:
+        return []
+    best = max(ours, key=lambda m: m.speedup)
+    iv = meta.intervals.get(best.name)
+    straddles = iv is not None and iv.low <= 1.0 <= iv.high
+    if results.prompts >= MIN_PROMPTS and not straddles:
+        return []
+    measuring = f", {meta.measuring_prompts} measuring" if meta.measuring_prompts else ""
+    what = (
+        f"; {best.name}'s {100 * iv.level:.0f}% interval [{iv.low:.2f}, {iv.high:.2f}] "
+        + ("holds 1 (AR): the decision is within the noise" if straddles else "")
+        if iv is not None
+        else ""
+    )
+    return [
+        f"warning: the intervals rest on {results.prompts} held-out prompts{measuring}"
+        f"{what.rstrip(' ')}; measure more prompts (--measure-prompts, --limit)"
+    ]
+
+
+_PEERS = {
+    "hf-assisted": "transformers' assisted generation",
+    "hf-prompt-lookup": "transformers' prompt lookup",
+}
+
+
+def peers(results: Results, meta: RunMetadata) -> list[str]:
+    """A note for each peer method (transformers' own, which ewif does not model) that beat
+    AR or our fastest method."""
+    ours = _ours(results)
+    best = max(ours, key=lambda m: m.speedup) if ours else None
+    lines = []
+    for p in results.methods:
+        if p.kind not in _PEERS or p.speedup is None:
+            continue
+        beat = ["AR"] if p.speedup > 1.0 else []
+        if best is not None and p.speedup > best.speedup:
+            beat.append(f"our fastest, {best.name} ({best.speedup:.3f}x)")
+        if beat:
+            lines.append(
+                f"note: {p.name} ({_PEERS[p.kind]}, which ewif does not model) measured "
+                f"{p.speedup:.3f}x AR, faster than {' and '.join(beat)}"
+            )
+    return lines
+
+
+#: The glossary line the report ends with.
+TERMS = (
+    "terms: speedup = tokens/s over AR's in this run; predicted = ewif's EWIF for the "
+    "measured acceptance and pass costs, on the generations the run made; |pred/meas-1| = "
+    "the prediction's relative error ('-': no prediction); SWI = standardized walltime "
+    "improvement, the run's counted passes priced by the measured cost curves; 'the cost "
+    "model alone' = ewif with the run's own acceptance rates, so what error is left is the "
+    "pass costs'; m=5 ×25 = 25 passes over 5 positions; (timed X) = the measuring phase's "
+    "mean pass time at that m, in ms; accepted/step = tokens per target step, the bonus "
+    "token included"
+)
+
+
+def terms(results: Results, meta: RunMetadata) -> list[str]:
+    """The glossary line (:data:`TERMS`)."""
+    return [TERMS]
+
+
 #: The report's sections, in order (each ``(results, meta) -> lines``).
 SECTIONS: tuple[Section, ...] = (
+    decision,
     heading,
     method_table,
+    reliability,
+    peers,
     acceptance_curves,
     ar_reference,
     row_costs,
@@ -281,6 +398,7 @@ SECTIONS: tuple[Section, ...] = (
     differing_outputs,
     categories,
     interrupted,
+    terms,
 )
 
 

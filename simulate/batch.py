@@ -13,12 +13,20 @@ batch (``"reevaluate"``), a proposer's ``k·B`` proposals. The ratio against AR 
 ``B`` is ``(tokens per row per step)·c_0(B) / (cost per step)``, estimated over blocks of
 steps (a row's catch-up couples consecutive steps; blocks make the pairs nearly independent)
 with the delta method.
+
+:func:`simulate_vllm_sd` witnesses ``drafting="vllm"`` the same way, step by step: a draft
+model's rows each draft ``k`` (Bernoulli α acceptances) and the step is priced from the
+shapes vLLM runs — the target over ``B(k+1)`` positions, the drafter's first pass of
+``k + 2`` and ``k − 1`` one-position passes, the host overhead — read from a vLLM profile's
+tables (or the set's curves); an n-gram row draws whether it found a match (probability
+``q``) and then its acceptances position by position (``α_i``), and the step's target pass
+is read at the positions the rows really carried, ``B + k·(rows with a match)``.
 """
 
 from __future__ import annotations
 
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -109,3 +117,71 @@ def _proposes(model_set: ModelSet, j: int, prices: Prices) -> bool:
     nothing."""
     timing = model_set.metadata.get("timing", {}).get(model_set.models[j])
     return "seconds_per_token" in timing if timing is not None else prices.at(j, 1) == 0.0
+
+
+def simulate_vllm_sd(
+    model_set: ModelSet,
+    drafter: str,
+    k: int,
+    batch: int,
+    profile: Any = None,
+    *,
+    steps: int = 20_000,
+    block: int = 50,
+    seed: int = 0,
+    level: float = 0.999,
+) -> Estimate:
+    """The simulated ``ratio(B, k)`` of :func:`ewif.predict.batch.vllm_ratio` (module
+    docstring) and its interval; steps are independent, so ``block`` only batches them.
+    ``profile``: a ``csd.vllm-profile/1`` file's tables, read by duck typing (``target_at``,
+    ``overhead_at``, ``drafter_first_pass``, ``drafter_pass``, ``ngram``) so that this witness
+    imports nothing from ewif it checks."""
+    k = validate.count("k", k)
+    b = validate.count("batch", batch, minimum=1)
+    steps = validate.count("steps", steps, minimum=2)
+    block = validate.count("block", block, minimum=1)
+    j = model_set.index(drafter)
+    rng = np.random.default_rng(validate.count("seed", seed))
+    prices = Prices.of(model_set)
+    proposer = _proposes(model_set, j, prices)
+    pass_price = partial(_price, model_set, prices)
+    if proposer and k == 0:
+        raise ValueError("an n-gram lookup with k = 0 is autoregressive decoding (ratio 1)")
+    if proposer and profile is not None:
+        q, alphas = profile.ngram.match_rate, np.array(profile.ngram.alpha_by_position)
+        alphas = np.concatenate([alphas, np.full(max(k - alphas.size, 0), alphas[-1])])[:k]
+        ar = profile.target_at(b, b) + profile.overhead_at("ar", b, 0)
+    else:
+        q, alphas = 1.0, np.full(k, float(model_set.alpha[1.0][0, j]))
+        ar = pass_price(0, b, 1) if profile is None else None
+        if profile is not None:
+            ar = profile.target_at(b, b) + profile.overhead_at("ar", b, 0)
+    by_rows = [_vllm_step_cost(pass_price, j, b, k, n, proposer, profile) for n in range(b + 1)]
+    tokens, cost = np.zeros(steps), np.zeros(steps)
+    for s in range(steps):
+        matched = rng.random(b) < q
+        ok = rng.random((b, k)) < alphas
+        accepted = np.where(ok.all(axis=1), k, np.argmin(ok, axis=1)) if k else np.zeros(b)
+        tokens[s] = (1 + np.where(matched, accepted, 0)).mean()
+        cost[s] = by_rows[int(matched.sum())]  # the step's price by the rows that drafted
+    n = steps // block
+    x = tokens[: n * block].reshape(n, block).sum(axis=1) * ar
+    y = cost[: n * block].reshape(n, block).sum(axis=1)
+    return ratio_estimate(x.sum(), y.sum(), x @ x, y @ y, x @ y, n, level)
+
+
+def _vllm_step_cost(pass_price, j, b, k, rows_drafting, proposer, profile) -> float:
+    """One step as vLLM runs it, from the shapes (module docstring)."""
+    later = max(k - 1, 0)
+    if profile is None:
+        if proposer:
+            return pass_price(0, b, k + 1) + k * b * pass_price(j, 1, 1)
+        return pass_price(0, b, k + 1) + pass_price(j, b, k + 2) + later * pass_price(j, b, 1)
+    if proposer:
+        return profile.target_at(b, b + k * rows_drafting) + profile.overhead_at("ngram", b, k)
+    return (
+        profile.target_at(b, b * (k + 1))
+        + profile.drafter_first_pass[b][k + 2]
+        + later * profile.drafter_pass[b]
+        + profile.overhead_at("draft_model", b, k)
+    )

@@ -6,7 +6,9 @@ Python in them runs.
 * ``python skip`` blocks need what a test machine does not have (hub weights, a GPU); their
   first line is a comment saying so;
 * ``text`` blocks are output (recorded from real runs), ``bash`` blocks are shell commands
-  (the commands themselves are exercised by the CLI tests), a bare block is a diagram.
+  (the commands themselves are exercised by the CLI tests), a bare block is a diagram;
+* ``yaml`` blocks are files: each one in docs/files.md loads as the file it shows (a model
+  set or a results file), through the readers every command uses.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 FENCE = re.compile(r"^```([^\n]*)\n(.*?)^```\s*$", re.M | re.S)
-BLOCK_KINDS = {"python", "python skip", "text", "bash", ""}
+BLOCK_KINDS = {"python", "python skip", "text", "bash", "yaml", ""}
 
 
 def blocks(page: Path) -> list[tuple[str, str, int]]:
@@ -56,3 +58,23 @@ def test_python_blocks_run(page, tmp_path, monkeypatch):
             assert result.failed == 0, f"{page.name}:{line}: doctest failed"
         else:
             exec(compile(body, f"{page.name}:{line}", "exec"), namespace)
+
+
+def test_yaml_examples_load(tmp_path):
+    """docs/files.md's hand-written examples are files the project reads: the model set
+    with every field, the results file with its model set's run."""
+    from ewif.files import model_set as model_io
+    from ewif.files import results as results_io
+
+    found = [body for info, body, _ in blocks(ROOT / "docs" / "files.md") if info == "yaml"]
+    assert len(found) == 2
+    (tmp_path / "set.yaml").write_text(found[0])
+    (tmp_path / "run.yaml").write_text(found[1])
+    ms = model_io.load(tmp_path / "set.yaml")
+    filled = {"cost_curve", "catch_up", "row_cost", "bootstrap", "batch_costs", "cascade"}
+    assert all(getattr(ms, name) is not None for name in filled)
+    assert ms.models == ("big", "small", "mag") and ms.leniences == (1.0, 3.0)
+    assert ms.to_cascade().ewif() > 1.0  # the section's cascade evaluates
+    run = results_io.load(tmp_path / "run.yaml")
+    assert run.method("CSD small [[3]]").prediction_error is not None
+    assert run.meta.intervals["CSD small [[3]]"].held_out_prompts == run.prompts

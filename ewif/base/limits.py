@@ -19,6 +19,11 @@ minute or would exhaust memory. The limits, measured on one core of a 2-core mac
 * :data:`MAX_TRIALS` — simulated target steps (``csd simulate``: 0.4–13·10^6 steps/s,
   so 10^9 steps take minutes at worst; it shows a progress bar on a terminal).
 * :data:`MAX_POSITIONS` — draft positions of an acceptance-by-position curve.
+* :data:`MAX_LANDSCAPE_K` — the largest budget of a landscape (``csd plot landscape
+  --k-max``): its grid evaluates ``k_max²`` cascades, 2.6 s at 30, 4.5 s at 60, 10 s at 100
+  for the default preset's four-model cascade.
+* :data:`MAX_PLOT_POSITIONS` — draft positions one figure shows (``csd plot decay
+  --max-position``), each with its interval.
 * :data:`MAX_TOP` — rows of ``csd recommend``'s ranked table (each row is kept in memory
   while the search runs).
 """
@@ -32,6 +37,8 @@ MAX_CONFIGURATIONS = {"structured": 4 * 10**9, "full": 10**8}
 MAX_TRIALS = 10**9
 MAX_POSITIONS = 10**5
 MAX_TOP = 10_000
+MAX_LANDSCAPE_K = 100
+MAX_PLOT_POSITIONS = 1000
 
 
 def total_budget(name: str, K: np.ndarray) -> int:

@@ -222,6 +222,16 @@ def comma_separated(name: str, text: str, convert: type, what: str) -> list:
         raise ValueError(f"{name} must be {what} separated by commas, got {text!r}") from None
 
 
+def names(option: str, values: str | Sequence[str]) -> tuple[str, ...]:
+    """Names given as one argument ``a,b,c``, as several ``a b c``, or both: split at commas,
+    stripped; a one-line ``ValueError`` for an empty name."""
+    parts = [values] if isinstance(values, str) else list(values)
+    found = tuple(n.strip() for part in parts for n in part.split(","))
+    if not found or not all(found):
+        raise ValueError(f"{option} takes names separated by commas or spaces, got {parts!r}")
+    return found
+
+
 def keyed(
     name: str, data: object, parse: Callable[[str], object], form: str, values: str
 ) -> dict[object, object]:

@@ -10,12 +10,16 @@ from __future__ import annotations
 import argparse
 import json
 
+from ewif import cli
+
 HELP = "evaluate the cascade section of a model-set file exactly (EWIF, tokens, cost, passes)"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("file", metavar="FILE", help="csd.models/1-6 file with a 'cascade' section")
-    parser.add_argument("--fill", choices=("tokens", "rounds"), default="tokens")
+    parser.add_argument(
+        "file", metavar="FILE", help="model-set file (csd.models/1-6) with a 'cascade' section"
+    )
+    cli.add_fill_argument(parser)
     parser.add_argument(
         "--positions",
         type=int,
@@ -43,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
     from ewif.base import limits
     from ewif.base.text_table import table
     from ewif.files import model_set as model_io
-    from ewif.search.explain import decision, review_lines, review_sizes
+    from ewif.search.explain import decision, lenience_words, review_lines, review_sizes
 
     if args.tree:
         return _tree(args)
@@ -79,7 +83,8 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(out, indent=2))
         return 0
     print(
-        f"{' > '.join(c.names)}  K={c.K.tolist()}  lenience {ms.cascade.lenience:g}  fill={c.fill}"
+        f"{' > '.join(c.names)}  K={c.K.tolist()}  "
+        f"{lenience_words(c.K, ms.cascade.lenience) or 'lenience 1'}  fill={c.fill}"
     )
     print(
         f"EWIF {out['ewif']:.4f}   tokens/step {out['expected_tokens']:.4f}   "

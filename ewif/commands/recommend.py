@@ -19,6 +19,7 @@ from pathlib import Path
 
 from ewif import cli
 from ewif.base import validate
+from ewif.commands import recommend_text
 
 HELP = "recommend the best cascade (models, K, lenience) for measured or preset alphas/costs"
 
@@ -32,7 +33,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--from",
         dest="from_file",
         metavar="FILE",
-        help="csd.models/1-6 model-set file (JSON or YAML), e.g. written by realrun",
+        help="model-set file (csd.models/1-6, JSON or YAML; docs/files.md), e.g. written by "
+        "csd measure, or a results file (csd.results/1: its run's model set)",
     )
     parser.add_argument(
         "--space",
@@ -46,14 +48,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="largest budget searched (default 30 paper, 12 full)",
     )
-    parser.add_argument("--mag-block", type=int, default=10, help="MaG budget in the paper space")
+    parser.add_argument(
+        "--mag-block",
+        type=int,
+        default=10,
+        help="Max-Gram's budgets in the paper space (refused in the full space)",
+    )
     parser.add_argument(
         "--lenience",
         type=float,
         action="append",
         help="lenience to try (repeatable; default all in the set)",
     )
-    parser.add_argument("--fill", choices=("tokens", "rounds"), default="tokens")
+    cli.add_fill_argument(parser)
     parser.add_argument("--top", type=int, default=5, help="rows of the ranked table")
     parser.add_argument(
         "--mix",
@@ -66,6 +73,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--plot", metavar="PATH", help="write STEM-landscape.SUF and STEM-decay.SUF (png/svg/pdf)"
     )
+    _serving_arguments(parser)
+    _tree_arguments(parser.add_argument_group("token trees (ewif.search.tree_search)"))
+
+
+def _serving_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of serving: batch sizes and a ready-to-run engine configuration."""
     parser.add_argument(
         "--batch-sizes",
         metavar="B,B,...",
@@ -86,7 +99,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="with --emit: the path or hub id of the set's model NAME (repeatable; default: "
         "the name)",
     )
-    trees = parser.add_argument_group("token trees (ewif.search.tree_search)")
+    parser.add_argument(
+        "--vllm-profile",
+        metavar="FILE",
+        help="with --emit vllm: price with vLLM's own measured step costs and n-gram behaviour "
+        "(a csd.vllm-profile/1 file, benchmarks/vllm_profile.py)",
+    )
+
+
+def _tree_arguments(trees: argparse._ArgumentGroup) -> None:
+    """The options of ``--tree``."""
     trees.add_argument(
         "--tree",
         action="store_true",
@@ -100,9 +122,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ewif.base import limits
-    from ewif.search.explain import review_sizes
-    from ewif.search.optimizer import best_sd
+    from ewif.predict.batch import pricing_note
     from ewif.search.recommendation import load_model_set, recommend
 
     ms, where = load_model_set(args.preset, args.from_file)
@@ -110,12 +130,9 @@ def run(args: argparse.Namespace) -> int:
         if args.tree:
             raise ValueError("--mix does not combine with --tree")
         return _run_mix(args, ms, where)
-    if args.top < 1:
-        raise ValueError(f"--top must be an integer >= 1, got {args.top}")
-    limits.at_most("--top", args.top, limits.MAX_TOP, "rows")
+    sizes, paths, plot_paths = _checked(args, ms)  # every argument before the search
     if args.tree:
         return _tree(args, ms, where)
-    plot_paths = _plot_paths(args.plot) if args.plot else None
     rec = recommend(
         ms,
         space=args.space,
@@ -126,21 +143,79 @@ def run(args: argparse.Namespace) -> int:
         top=args.top,
         hint="lower --k-max or --mag-block, or pass fewer --lenience",
     )
-    result, (_, label, k_max) = rec.result, rec.space
-    best = result.best
-    casc = result.cascade()
-    sd = best_sd(ms)
+    out = _report(rec, ms, where, args.space)
+    k_max = rec.space[2]
+    if sizes is not None:
+        out["batch_schedule"] = _batch_schedule(ms, sizes, k_max)
+        note = pricing_note(ms)
+        if note and len(sizes) > 1:
+            out["notes"].append(note)
+    if args.emit:
+        from ewif.serving.emit import emission
+
+        profile = None
+        if args.vllm_profile:
+            from ewif.files.vllm_profile import load as load_profile
+
+            profile = load_profile(args.vllm_profile)
+        emitted = emission(ms, args.emit, sizes, k_max=k_max, paths=paths, profile=profile)
+        out["emit"] = emitted.to_dict()
+    if plot_paths:
+        out["plots"] = [str(p) for p in _plots(rec.result, rec.cascade(), plot_paths, k_max)]
+    if args.json:
+        print(json.dumps(out, indent=2))
+    elif args.emit:
+        print(recommend_text.emit_text(out))
+    else:
+        print(recommend_text.report_text(out))
+    return cli.INTERRUPTED if rec.result.interrupted else 0
+
+
+def _checked(args: argparse.Namespace, ms):
+    """``(batch sizes or None, --model-path mapping, plot paths or None)``, every argument
+    checked before the search starts."""
+    from ewif.base import limits
+    from ewif.search.space import is_paper_shape
+
+    paper = args.space == "paper" or (args.space == "auto" and is_paper_shape(ms))
+    if args.mag_block != 10 and not paper:
+        raise ValueError(
+            "--mag-block sets Max-Gram's budgets in the paper space; this set is searched in "
+            "the full space (every K entry 0..--k-max): drop --mag-block, or give --space paper"
+        )
+
+    if args.top < 1:
+        raise ValueError(f"--top must be an integer >= 1, got {args.top}")
+    limits.at_most("--top", args.top, limits.MAX_TOP, "rows")
+    if args.model_path and not args.emit:
+        raise ValueError("--model-path maps model names for --emit; give --emit ENGINE too")
+    if args.vllm_profile and args.emit != "vllm":
+        raise ValueError("--vllm-profile prices vLLM's drafting; give --emit vllm too")
+    sizes = None if args.batch_sizes is None else _batch_sizes(args.batch_sizes)
+    paths = validate.name_values("--model-path", args.model_path or [], "NAME=PATH")
+    return sizes, paths, _plot_paths(args.plot) if args.plot else None
+
+
+def _report(rec, ms, where: str, space: str) -> dict:
+    """The recommendation as ``--json`` prints it, the decision first (module docstring)."""
+    from ewif.search.explain import decision_line, review_sizes
+    from ewif.search.optimizer import best_sd
+
+    result, (_, label, _) = rec.result, rec.space
+    best, casc, sd = result.best, result.cascade(), best_sd(ms)
+    interval = _interval(ms, best) if ms.bootstrap is not None else None
+    choice, line = decision_line(
+        best.ewif,
+        f"{sd.models[1]}, k = {int(sd.K[0, 0])}",
+        sd.ewif,
+        best="the configuration below",
+        interrupted=result.n_configurations if result.interrupted else None,
+        unsettled=interval is not None and not interval["settled"],
+    )
     passes, share = casc.passes_per_step(), casc.swi_breakdown()
-    where_time = [
-        {
-            "model": m,
-            "passes": float(passes[i]),
-            "cost": float(share[i] * casc.expected_cost()),
-            "share": float(share[i]),
-        }
-        for i, m in enumerate(best.models)
-    ]
-    out = {
+    return {
+        "decision_line": line,
+        "choice": choice,
         "source": where,
         "title": ms.metadata.get("title"),
         "space": label,
@@ -155,33 +230,20 @@ def run(args: argparse.Namespace) -> int:
         "decision": rec.decision,
         "cost_model": "curve" if ms.cost_curve is not None else "affine",
         "review_sizes": review_sizes(casc),
-        "where_the_time_goes": where_time,
+        "where_the_time_goes": [
+            {
+                "model": m,
+                "passes": float(passes[i]),
+                "share": float(share[i]),
+                "cost": float(share[i] * casc.expected_cost()),
+            }
+            for i, m in enumerate(best.models)
+        ],
         "table": [_cfg(c) for c in result.table],
         "interrupted": result.interrupted,
-        "notes": _space_notes(ms, args.space, best, sd, label),
+        "notes": _space_notes(ms, space, best, sd, label),
+        **({"interval": interval} if interval is not None else {}),
     }
-    if ms.bootstrap is not None:
-        out["interval"] = _interval(ms, best)
-    if args.batch_sizes:
-        out["batch_schedule"] = _batch_schedule(ms, args.batch_sizes, k_max)
-    if args.model_path and not args.emit:
-        raise ValueError("--model-path maps model names for --emit; give --emit ENGINE too")
-    if args.emit:
-        from ewif.serving.emit import emission
-
-        sizes = _batch_sizes(args.batch_sizes) if args.batch_sizes else None
-        paths = validate.name_values("--model-path", args.model_path or [], "NAME=PATH")
-        emitted = emission(ms, args.emit, sizes, k_max=k_max, paths=paths)
-        out["emit"] = emitted.to_dict()
-    if plot_paths:
-        out["plots"] = [str(p) for p in _plots(result, casc, ms, plot_paths, k_max)]
-    if args.json:
-        print(json.dumps(out, indent=2))
-    elif args.emit:
-        print(_emit_human(out))
-    else:
-        print(_human(out, best, sd))
-    return cli.INTERRUPTED if result.interrupted else 0
 
 
 def _tree(args: argparse.Namespace, ms, where: str) -> int:
@@ -269,11 +331,10 @@ def _space_notes(ms, space: str, best, sd, label: str) -> list[str]:
 MAX_BATCH = 1024
 
 
-def _batch_schedule(ms, spec: str, k_max: int) -> dict:
+def _batch_schedule(ms, sizes: list[int], k_max: int) -> dict:
     """Per drafter: the best plain-SD draft length at every asked batch size and the ranges."""
     from ewif.predict.batch import best_draft_lengths, schedule
 
-    sizes = _batch_sizes(spec)
     out = {}
     for drafter in ms.models[1:]:
         choices = best_draft_lengths(ms, drafter, sizes, k_max=k_max)
@@ -322,7 +383,7 @@ def _plot_paths(path: str) -> tuple[Path, Path]:
     )
 
 
-def _plots(result, casc, ms, paths, k_max) -> list[Path]:
+def _plots(result, casc, paths, k_max) -> list[Path]:
     from ewif.plotting.decay import compute_decay, draw_decay
     from ewif.plotting.landscape import draw_landscape
     from ewif.search.landscape import landscape_around
@@ -335,137 +396,3 @@ def _plots(result, casc, ms, paths, k_max) -> list[Path]:
             title="Acceptance by draft position (target review)",
         ),
     ]
-
-
-def _emit_human(out: dict) -> str:
-    """The ``--emit`` report: what is emitted, its exact EWIF next to the cascade's, the
-    throughput by batch size, the ready-to-run configuration and the notes."""
-    from ewif.base.text_table import table
-
-    em, rec = out["emit"], out["recommended"]
-    what = (
-        "no speculation (serve the target alone)"
-        if em["method"] == "none"
-        else f"{em['method']} {em['drafter']}, k = {em['k']} at batch 1"
-    )
-    lines = [
-        f"csd recommend --emit {em['engine']} — {out['source']}"
-        + (f": {out['title']}" if out["title"] else ""),
-        "",
-        f"emitted for {em['engine_name']}: {what}",
-        f"EWIF at batch 1     : emitted {em['ewif']:.4f}; best cascade "
-        f"{' > '.join(rec['models'])} {rec['ewif']:.4f} ({rec['ewif'] / em['ewif']:.4f}x the "
-        "emitted; cascades are priced at batch 1 only)",
-    ]
-    if em["by_batch"]:
-        lines += [
-            "",
-            "by batch size (exact, ewif.predict.batch; k = 0: autoregressive):",
-            table(
-                ["batch", "k", "throughput vs AR at that batch"],
-                [[c["batch"], c["k"], f"{c['ratio']:.4f}"] for c in em["by_batch"]],
-            ),
-        ]
-    lines += [
-        "",
-        "ready to run (option names from " + "; ".join(em["sources"]) + "):",
-        em["text"],
-    ]
-    no = em.get("declined")
-    if no:
-        lines += [
-            "",
-            f"not emitted — the best speculation, {no['method']} {no['drafter']} k = {no['k']}, "
-            f"at {no['ewif']:.4f}x autoregressive decoding (to try it, or to check the 'no'):",
-            no["text"],
-        ]
-    lines += ["", "notes:", *[f"- {n}" for n in em["notes"]]]
-    return "\n".join(lines)
-
-
-def _human(out: dict, best, sd) -> str:
-    from ewif.base.text_table import table
-    from ewif.search.explain import autoregressive_line, review_lines
-
-    rec = out["recommended"]
-    lines = [
-        f"csd recommend — {out['source']}" + (f": {out['title']}" if out["title"] else ""),
-        f"searched {out['configurations']:,} configurations ({out['space']}; "
-        f"{out['method']}) in {out['seconds']:.2f} s",
-        "",
-    ]
-    lines += [f"note: {n}" for n in out["notes"]] + ([""] if out["notes"] else [])
-    if out["decision"] == "autoregressive":
-        what = f"{' > '.join(best.models)} K={best.K.tolist()} lenience {best.lenience:g}"
-        lines += [autoregressive_line(what, best.ewif), ""]
-    lines += [
-        f"recommended cascade : {' > '.join(best.models)}   lenience {best.lenience:g}",
-        f"  K                 : {best.K.tolist()}",
-        f"  EWIF              : {best.ewif:.4f}   ({rec['expected_tokens']:.3f} tokens per "
-        f"target step, cost {rec['expected_cost']:.4f} target passes)",
-        f"best plain SD       : {sd.models[1]}, k = {int(sd.K[0, 0])}: EWIF {sd.ewif:.4f}",
-        f"gain over plain SD  : x{out['gain_over_sd']:.4f} "
-        f"({(out['gain_over_sd'] - 1) * 100:+.1f}%)",
-        "autoregressive      : EWIF 1.0000",
-        "",
-    ]
-    iv = out.get("interval")
-    if iv:
-        lines[-1:-1] = [
-            f"{100 * iv['level']:.0f}% interval        : [{iv['low']:.4f}, {iv['high']:.4f}]; "
-            f"margin over AR {100 * (best.ewif - 1):+.1f}% [{100 * (iv['low'] - 1):+.1f}%, "
-            f"{100 * (iv['high'] - 1):+.1f}%] (bootstrap over {iv['prompts']} measuring prompts)"
-        ]
-        if not iv["settled"]:
-            lines[-1:-1] = [
-                "the best speculative configuration is within the noise of AR: measure more prompts"
-            ]
-    if out["cost_model"] == "curve":
-        lines += [
-            "review sizes (measured pass-cost curves; m = positions per pass):",
-            *review_lines(out["review_sizes"]),
-            "",
-        ]
-    lines += [
-        "where the time goes (per target step):",
-        table(
-            ["model", "passes", "cost", "share"],
-            [
-                [w["model"], w["passes"], w["cost"], f"{w['share'] * 100:.1f}%"]
-                for w in out["where_the_time_goes"]
-            ],
-        ),
-        "",
-        "ranked configurations:",
-        table(
-            ["rank", "EWIF", "lenience", "K", "models"],
-            [
-                [
-                    i + 1,
-                    c["ewif"],
-                    f"{c['lenience']:g}",
-                    json.dumps(c["K"]),
-                    " > ".join(c["models"]),
-                ]
-                for i, c in enumerate(out["table"])
-            ],
-        ),
-    ]
-    for drafter, sched in out.get("batch_schedule", {}).items():
-        parts = [
-            f"B={r['low']}"
-            + (f"..{r['high']}" if r["high"] > r["low"] else "")
-            + (f": k={r['k']}" if r["k"] else ": AR")
-            for r in sched["ranges"]
-        ]
-        ratios = ", ".join(f"B={c['batch']} {c['ratio']:.3f}x" for c in sched["by_batch"])
-        lines += [
-            "",
-            f"batch-aware plain SD with {drafter}: " + "; ".join(parts),
-            f"  throughput vs AR at the same batch: {ratios}",
-        ]
-    if out.get("plots"):
-        lines += ["", "plots: " + ", ".join(out["plots"])]
-    if out["interrupted"]:
-        lines += ["", "(interrupted: partial search)"]
-    return "\n".join(lines)

@@ -68,6 +68,7 @@ from ewif.files.categories import CategoryAcceptance
 from ewif.files.context_cost import ContextCost
 from ewif.files.rank_acceptance import RankAcceptance
 from ewif.files.reading import read_data
+from ewif.files.sections import alpha_in, by_position_in, choice_in, curves_in, matrix_out
 from ewif.kernel.cascade import Cascade
 from ewif.kernel.pass_cost import PassCost, relative_costs
 
@@ -298,7 +299,7 @@ class ModelSet:
             **({} if self.catch_up is None else {"catch_up": list(self.catch_up)}),
             **({} if self.row_cost is None else {"row_cost": self.row_cost.tolist()}),
             **({} if self.context_cost is None else {"context_cost": self.context_cost.to_dict()}),
-            "alpha": {f"{len_:g}": _matrix_out(m) for len_, m in sorted(self.alpha.items())},
+            "alpha": {f"{len_:g}": matrix_out(m) for len_, m in sorted(self.alpha.items())},
         }
         if self.alpha_by_position:
             out["alpha_by_position"] = {
@@ -331,7 +332,7 @@ class ModelSet:
         models = data["models"]
         if not isinstance(models, list) or not all(isinstance(m, str) for m in models):
             raise ValueError(f"{source}: models must be a list of names, got {models!r}")
-        curves = _curves_in(data.get("cost_curve"), len(models), source)
+        curves = curves_in(data.get("cost_curve"), len(models), source)
         cost = data["cost"] if "cost" in data else [float(c[0]) for c in curves]
         cpt = data.get("cost_per_token", [0.0] * len(models))
         metadata = data.get("metadata") or {}
@@ -341,9 +342,9 @@ class ModelSet:
             "models": tuple(models),
             "cost": validate.costs(f"{source}: cost", cost),
             "cost_per_token": validate.costs(f"{source}: cost_per_token", cpt),
-            "alpha": _alpha_in(data["alpha"], source),
-            "alpha_by_position": _by_position_in(data.get("alpha_by_position") or {}, source),
-            "cascade": _choice_in(data.get("cascade"), source),
+            "alpha": alpha_in(data["alpha"], source),
+            "alpha_by_position": by_position_in(data.get("alpha_by_position") or {}, source),
+            "cascade": choice_in(data.get("cascade"), source),
             "metadata": dict(metadata),
             "cost_curve": curves,
             "catch_up": None if data.get("catch_up") is None else tuple(data["catch_up"]),
@@ -392,75 +393,24 @@ def _check_schema(data: Any, source: str) -> None:
             raise ValueError(f"{source}: missing required key {key!r}")
 
 
-def _curves_in(curves: Any, n_models: int, source: str) -> tuple[np.ndarray, ...] | None:
-    """The file's ``cost_curve`` as checked arrays (None when it has none)."""
-    if curves is None:
-        return None
-    try:
-        table = PassCost.from_curves(curves, n_models=n_models)
-    except ValueError as exc:
-        raise ValueError(f"{source}: {exc}") from None
-    return tuple(table.table(i) for i in range(n_models))
-
-
-def _alpha_in(raw: Any, source: str) -> dict[float, np.ndarray]:
-    """The file's ``alpha``: one matrix (lenience 1) or a mapping lenience -> matrix."""
-    if isinstance(raw, list):
-        raw = {"1": raw}
-    if not isinstance(raw, dict):
-        raise ValueError(f"{source}: alpha must be a matrix or a mapping lenience -> matrix")
-    alpha = {}
-    for key, matrix in raw.items():
-        try:
-            lenience = float(key)
-        except (TypeError, ValueError):
-            raise ValueError(f"{source}: alpha key {key!r} is not a lenience number") from None
-        alpha[lenience] = _matrix_in(f"{source}: alpha[{key}]", matrix)
-    return alpha
-
-
-def _by_position_in(raw: Any, source: str) -> dict[tuple[int, int], np.ndarray]:
-    """The file's ``alpha_by_position``: ``'r,j'`` -> acceptance by draft position."""
-    pairs = validate.keyed(
-        f"{source}: alpha_by_position",
-        raw,
-        _pair,
-        "'r,j' (two model indices)",
-        "list of probabilities",
-    )
-    return {
-        key: validate.probabilities(f"{source}: alpha_by_position[{key[0]},{key[1]}]", curve)
-        for key, curve in pairs.items()
-    }
-
-
-def _pair(key: str) -> tuple[int, int]:
-    """``'r,j'`` as two integers (ValueError otherwise)."""
-    r, j = (int(s) for s in key.split(","))
-    return r, j
-
-
-def _choice_in(raw: Any, source: str) -> Configuration | None:
-    """The file's ``cascade`` section (None when it has none)."""
-    if raw is None:
-        return None
-    if not isinstance(raw, dict) or "models" not in raw or "K" not in raw:
-        raise ValueError(f"{source}: cascade must be a mapping with 'models' and 'K'")
-    names = raw["models"]
-    if not isinstance(names, list) or not names or not all(isinstance(m, str) for m in names):
-        raise ValueError(
-            f"{source}: cascade.models must be a non-empty list of names, got {names!r}"
-        )
-    return Configuration(
-        models=tuple(names),
-        K=validate.counts(f"{source}: cascade.K", raw["K"]),
-        lenience=validate.cost(f"{source}: cascade.lenience", raw.get("lenience", 1.0)),
-    )
+#: The schema of a results file (``ewif.files.results.SCHEMA``), whose run keeps its model set.
+RESULTS_SCHEMA = "csd.results/1"
 
 
 def load(path: str | Path) -> ModelSet:
-    """Read a model-set file (``.json``, ``.yaml`` or ``.yml``)."""
-    return ModelSet.from_dict(read_data(path, "model-set file"), source=str(path))
+    """Read a model-set file (``.json``, ``.yaml`` or ``.yml``); a results file
+    (``csd.results/1``, ``csd realrun -o``) gives the model set its run used, kept in its
+    ``metadata.model_set``."""
+    data = read_data(path, "model-set file")
+    if isinstance(data, dict) and data.get("schema") == RESULTS_SCHEMA:
+        data = (data.get("metadata") or {}).get("model_set")
+        if not isinstance(data, dict):
+            raise ValueError(
+                f"{path}: a {RESULTS_SCHEMA} file without metadata.model_set (the run's model "
+                "set); give a model-set file (csd.models/1-6)"
+            )
+        return ModelSet.from_dict(data, source=f"{path} (metadata.model_set)")
+    return ModelSet.from_dict(data, source=str(path))
 
 
 def save(model_set: ModelSet, path: str | Path) -> Path:
@@ -470,29 +420,11 @@ def save(model_set: ModelSet, path: str | Path) -> Path:
     if path.suffix.lower() in (".yaml", ".yml"):
         import yaml
 
-        path.write_text(yaml.safe_dump(data, sort_keys=False))
+        text = yaml.safe_dump(data, sort_keys=False)
     else:
-        path.write_text(json.dumps(data, indent=2) + "\n")
-    return path
-
-
-def _matrix_in(name: str, matrix: Any) -> np.ndarray:
-    if not isinstance(matrix, list) or not all(isinstance(row, list) for row in matrix):
-        raise ValueError(f"{name} must be a list of rows, got {matrix!r}")
-    if not all(
-        v is None or (isinstance(v, int | float) and not isinstance(v, bool))
-        for row in matrix
-        for v in row
-    ):
-        raise ValueError(f"{name} must hold numbers or null, got {matrix!r}")
-    rows = [[math.nan if v is None else v for v in row] for row in matrix]
-    if len({len(r) for r in rows}) > 1:
-        raise ValueError(f"{name} rows must all have the same length")
+        text = json.dumps(data, indent=2) + "\n"
     try:
-        return np.asarray(rows, dtype=float)
-    except OverflowError:  # an integer beyond the float range
-        raise ValueError(f"{name} must hold numbers in [0, 1] or null, got {matrix!r}") from None
-
-
-def _matrix_out(matrix: np.ndarray) -> list[list[float | None]]:
-    return [[None if math.isnan(v) else float(v) for v in row] for row in matrix]
+        path.write_text(text)
+    except OSError as exc:
+        raise ValueError(f"cannot write model-set file {str(path)!r}: {exc.strerror}") from None
+    return path

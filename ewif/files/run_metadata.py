@@ -158,7 +158,8 @@ class RunMetadata:
 
     ``run_acceptance``: per method, ``(ewif, |pred/meas − 1|)`` with the run's own acceptance
     rates; ``in_run_passes``: per method, model and ``m``; ``timing_gaps``: every
-    :class:`TimingGap`; ``intervals``/``replays``: per method."""
+    :class:`TimingGap`; ``intervals``/``replays``: per method; ``measuring_prompts``: how
+    many prompts the model set was measured on (None: not recorded)."""
 
     interrupted: bool
     model_set: StoredModelSet | None
@@ -174,6 +175,7 @@ class RunMetadata:
     recommendation: RecommendationRecord | None
     outputs_differing: dict[str, int]
     divergences: list[Divergence]
+    measuring_prompts: int | None = None
 
 
 def run_metadata(metadata: Mapping[str, Any]) -> RunMetadata:
@@ -203,6 +205,7 @@ def run_metadata(metadata: Mapping[str, Any]) -> RunMetadata:
         recommendation=RecommendationRecord(**rec) if rec else None,
         outputs_differing=dict(get("outputs_differing_from_AR") or {}),
         divergences=[Divergence(**d) for d in get("divergences") or []],
+        measuring_prompts=len(get("measuring_prompt_ids") or []) or None,
     )
 
 

@@ -124,42 +124,57 @@ def compute_calibration(
 def draw_calibration(
     data: CalibrationData, path: str | os.PathLike[str], *, title: str | None = None
 ) -> Path:
-    """Draw predicted vs measured speedup (and SWI) of a run to ``path`` (PNG/SVG/PDF)."""
+    """Draw predicted vs measured speedup (and SWI) of a run to ``path`` (PNG/SVG/PDF): the
+    reference (y = x and a ±10 % band), methods without a prediction as horizontal lines,
+    each measured point with its prediction interval, the SWI points, then each point's
+    label placed beside it where it hides no other label, point or the legend."""
     path = style.output_path(path)
-    points = data.points
-    paired = [p for p in points if p.predicted is not None and p.measured is not None]
-    unpredicted = [p for p in points if p.predicted is None and p.measured is not None]
-
+    paired = [p for p in data.points if p.predicted is not None and p.measured is not None]
     fig, ax = style.figure(
-        title or f"Predicted vs measured speedup — {data.family}, {data.device}\n{data.summary}",
+        title or f"Predicted vs measured speedup\n{data.family} on {data.device}\n{data.summary}",
         "predicted speedup: EWIF (× autoregressive)",
         "measured speedup (× autoregressive tokens/s)",
     )
+    low, high = _limits(data.points)
+    _draw_reference(ax, low, high)
+    _draw_unpredicted(ax, [p for p in data.points if p.predicted is None and p.measured])
+    _draw_measured(ax, paired)
+    _draw_swi(ax, [p for p in paired if p.swi is not None])
+    ax.set_xlim(low, high)
+    ax.set_ylim(low, high)
+    style.finish(ax, loc="lower right")
+    label_points(ax, [(p.predicted, p.measured, _label(p)) for p in paired])
+    return style.save(fig, path)
+
+
+def _limits(points: list[CalibrationPoint]) -> tuple[float, float]:
+    """The square range of both axes: from 0 (or below) to 12 % above every value shown."""
     values = [
         v
         for p in points
         for v in (p.predicted, p.measured, p.swi, *(p.interval or ()))
         if v is not None
     ]
-    top = max(values) * 1.12
-    bottom = min(0.0, min(values))
+    return min(0.0, min(values)), max(values) * 1.12
+
+
+def _draw_reference(ax: Any, low: float, high: float) -> None:
+    """The perfect prediction y = x and the band of errors within 10 %."""
     ax.fill_between(
-        [bottom, top],
-        [bottom / 1.1, top / 1.1],
-        [bottom / 0.9, top / 0.9],
+        [low, high],
+        [low / 1.1, high / 1.1],
+        [low / 0.9, high / 0.9],
         color="0.88",
         linewidth=0.0,
         label="|predicted/measured − 1| ≤ 10 %",
     )
-    ax.plot(
-        [bottom, top],
-        [bottom, top],
-        color="0.35",
-        linestyle="--",
-        linewidth=1.0,
-        label="y = x (perfect prediction)",
-    )
-    for i, p in enumerate(unpredicted):
+    ax.plot([low, high], [low, high], color="0.35", linestyle="--", linewidth=1.0,
+            label="y = x (perfect prediction)")  # fmt: skip
+
+
+def _draw_unpredicted(ax: Any, points: list[CalibrationPoint]) -> None:
+    """Methods ewif does not predict (transformers' own), as lines at their measured speedup."""
+    for i, p in enumerate(points):
         ax.axhline(
             p.measured,
             color=style.COLOURS[(i + 3) % len(style.COLOURS)],
@@ -167,8 +182,12 @@ def draw_calibration(
             linewidth=1.0,
             label=f"{p.name} (measured, no prediction)",
         )
-    ax.plot(*_against_predicted(paired, "measured"), label="measured (wall-clock)", **_no_caps(0))
-    with_interval = [p for p in paired if p.interval is not None]
+
+
+def _draw_measured(ax: Any, points: list[CalibrationPoint]) -> None:
+    """Each measured speedup at its prediction, with the prediction's interval as a bar."""
+    ax.plot(*_against_predicted(points, "measured"), label="measured (wall-clock)", **_no_caps(0))
+    with_interval = [p for p in points if p.interval is not None]
     if with_interval:
         ax.errorbar(
             *_against_predicted(with_interval, "measured"),
@@ -180,39 +199,80 @@ def draw_calibration(
             ecolor=style.COLOURS[0],
             elinewidth=1.2,
             capsize=3,
-            label="90 % interval of the prediction (ewif.predict.bootstrap)",
+            label="90 % prediction interval",
         )
-    with_swi = [p for p in paired if p.swi is not None]
-    if with_swi:
-        ax.plot(
-            *_against_predicted(with_swi, "swi"),
-            label="SWI (counted passes priced at their size m)",
-            **_no_caps(1),
-        )
-        for p in with_swi:
-            ax.plot(
-                [p.predicted, p.predicted],
-                [p.measured, p.swi],
-                color="0.55",
-                linestyle=":",
-                linewidth=0.9,
-            )
-    for i, p in enumerate(paired):
-        right = p.predicted > bottom + 0.6 * (top - bottom)
-        text = p.name if p.kind == "autoregressive" else f"{p.name}\n{p.error:+.1%}"
-        ax.annotate(
-            text,
-            (p.predicted, p.measured),
-            fontsize="x-small",
-            xytext=(-8 if right else 8, 8 if i % 2 else -8),
-            textcoords="offset points",
-            ha="right" if right else "left",
-            va="bottom" if i % 2 else "top",
-        )
-    ax.set_xlim(bottom, top)
-    ax.set_ylim(bottom, top)
-    style.finish(ax, loc="lower right")
-    return style.save(fig, path)
+
+
+def _draw_swi(ax: Any, points: list[CalibrationPoint]) -> None:
+    """Each SWI point, joined to its measured point by a dotted line."""
+    if not points:
+        return
+    ax.plot(
+        *_against_predicted(points, "swi"),
+        label="SWI (counted passes priced at their size m)",
+        **_no_caps(1),
+    )
+    for p in points:
+        ax.plot([p.predicted] * 2, [p.measured, p.swi], color="0.55", linestyle=":", linewidth=0.9)
+
+
+def _label(p: CalibrationPoint) -> str:
+    """A point's label: its method, and the signed error of its prediction."""
+    return p.name if p.kind == "autoregressive" else f"{p.name}\n{p.error:+.1%}"
+
+
+#: Offsets (points) tried for a label, nearest first: beside, then further with a leader.
+_RADII = (7.0, 16.0, 28.0, 42.0)
+_DIRECTIONS = ((1, 1), (1, -1), (-1, 1), (-1, -1), (1, 0), (-1, 0), (0, 1), (0, -1))
+
+
+def label_points(ax: Any, points: list[tuple[float, float, str]]) -> None:
+    """Annotate each ``(x, y, text)`` beside its point: the nearest offset (``_RADII`` ×
+    ``_DIRECTIONS``) whose box stays inside the axes and overlaps no label placed before,
+    no plotted marker and no legend; further ones draw a thin leader line to the point."""
+    fig = ax.figure
+    renderer = fig.canvas.get_renderer()
+    fig.draw_without_rendering()
+    legend = ax.get_legend()
+    taken = [legend.get_window_extent(renderer)] if legend is not None else []
+    markers = _marker_boxes(ax)
+    for x, y, text in points:
+        note = ax.annotate(text, (x, y), (0, 0), textcoords="offset points", fontsize="x-small")
+        for radius, (dx, dy) in ((r, d) for r in _RADII for d in _DIRECTIONS):
+            _place(note, radius, dx, dy)
+            box = note.get_window_extent(renderer)
+            inside = ax.bbox.containsx(box.x0) and ax.bbox.containsx(box.x1)
+            inside = inside and ax.bbox.containsy(box.y0) and ax.bbox.containsy(box.y1)
+            if inside and not any(box.overlaps(b) for b in taken + markers):
+                break
+        if radius > _RADII[0]:  # far from its point: a leader line shows whose label it is
+            note.remove()
+            note = ax.annotate(
+                text, (x, y), (0, 0), textcoords="offset points", fontsize="x-small",
+                arrowprops={"arrowstyle": "-", "color": "0.45", "linewidth": 0.6},
+            )  # fmt: skip
+            _place(note, radius, dx, dy)
+        taken.append(note.get_window_extent(renderer))
+
+
+def _place(note: Any, radius: float, dx: int, dy: int) -> None:
+    """Put ``note`` ``radius`` points from its point in direction ``(dx, dy)``."""
+    note.set_position((radius * dx, radius * dy))
+    note.set_ha({1: "left", -1: "right", 0: "center"}[dx])
+    note.set_va({1: "bottom", -1: "top", 0: "center"}[dy])
+
+
+def _marker_boxes(ax: Any, half: float = 5.0) -> list[Any]:
+    """A small display box around every marker drawn on ``ax`` (lines with no line style)."""
+    from matplotlib.transforms import Bbox
+
+    boxes = []
+    for line in ax.get_lines():
+        if line.get_marker() in (None, "None", "none", ""):
+            continue
+        for px, py in line.get_transform().transform(line.get_xydata()):
+            boxes.append(Bbox([[px - half, py - half], [px + half, py + half]]))
+    return boxes
 
 
 def _as_results(results: _results.Results | str | os.PathLike[str]) -> _results.Results:

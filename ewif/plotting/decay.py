@@ -68,6 +68,8 @@ class DecayData:
     alpha: float
     simulated: Points | None = None
     measured: Points | None = None
+    models: tuple[str, ...] = ()
+    K: tuple[tuple[int, ...], ...] = ()
 
     @property
     def positions(self) -> np.ndarray:
@@ -76,6 +78,8 @@ class DecayData:
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "cascade": self.cascade,
+            "models": list(self.models),
+            "K": [list(row) for row in self.K],
             "alpha_iid": self.alpha,
             "positions": self.positions.tolist(),
             "exact": self.exact.tolist(),
@@ -115,6 +119,8 @@ def compute_decay(
         alpha,
         None if simulated is None else simulated.fitted(m),
         None if measured is None else measured.fitted(m),
+        tuple(cascade.names or ()),
+        tuple(tuple(int(v) for v in row) for row in cascade.K),
     )
 
 
@@ -124,12 +130,17 @@ def draw_decay(data: DecayData, path: str | os.PathLike[str], *, title: str | No
     path = style.output_path(path)
     i = data.positions
     fig, ax = style.figure(
-        title or f"Acceptance by draft position\n{data.cascade}",
-        "draft position i (tokens)",
-        "P(position i accepted)",
+        title or f"Acceptance by draft position\n{_title_cascade(data)}",
+        "draft position $i$ (tokens)",
+        "P(position $i$ accepted)",
     )
-    ax.plot(i, data.exact, label="cascade (exact)", **style.line(0))
-    ax.plot(i, data.alpha**i, label=f"i.i.d. α^i, α = {data.alpha:.3g}", **style.line(1))
+    ax.plot(i, data.exact, label="the cascade, exact", **style.line(0))
+    ax.plot(
+        i,
+        data.alpha**i,
+        label=rf"independent acceptance $\alpha^i$, $\alpha$ = {data.alpha:.3g}",
+        **style.line(1),
+    )
     for k, pts in enumerate((data.simulated, data.measured)):
         if pts is None:
             continue
@@ -137,10 +148,20 @@ def draw_decay(data: DecayData, path: str | os.PathLike[str], *, title: str | No
             i,
             pts.p,
             yerr=[pts.p - pts.low, pts.high - pts.p],
-            label=f"{pts.label} (interval)",
+            label=pts.label,
             **style.points(k + 2),
         )
     ax.set_ylim(0, 1.02)
     ax.set_xlim(0.5, i.size + 0.5)
+    style.integer_ticks(ax.xaxis)
     style.finish(ax)
     return style.save(fig, path)
+
+
+def _title_cascade(data: DecayData) -> str:
+    """The cascade on two lines, its K written without spaces (a title wraps at spaces, so
+    the matrix stays whole)."""
+    if not data.models:
+        return data.cascade
+    K = "[" + ",".join("[" + ",".join(map(str, row)) + "]" for row in data.K) + "]"
+    return f"{' > '.join(data.models)}\nK = {K}"

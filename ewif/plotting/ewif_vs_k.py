@@ -25,6 +25,7 @@ re-derived here. :func:`compute_ewif_vs_k` gives the curves, :func:`draw_ewif_vs
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from ewif.base import validate
+from ewif.files.model_set import ModelSet
 from ewif.plotting import style
 from ewif.theory.horizontal import horizontal_ewif
 from ewif.theory.theorems import best_k, sd_ewif, vertical_ewif
@@ -67,12 +69,16 @@ class Curve:
         return float(self.ewif[self.best_index])
 
     def to_dict(self) -> dict[str, Any]:
-        """The curve's label and optimum (JSON-ready)."""
+        """The curve's label, optimum and plotted points (``k``, ``ewif`` and the inner
+        choice behind each), JSON-ready."""
         return {
             "label": self.label,
             "best_k": self.best_k,
             "best_ewif": self.best_ewif,
             "inner": int(self.inner[self.best_index]),
+            "k": self.k.tolist(),
+            "ewif": self.ewif.tolist(),
+            "inner_by_k": self.inner.tolist(),
         }
 
 
@@ -94,6 +100,8 @@ def compute_ewif_vs_k(
     c1 = validate.cost("c1", c1)
     c2 = validate.cost("c2", c2)
     k_max = validate.count("k_max", k_max, minimum=1)
+    if k_max > MAX_K:
+        raise ValueError(f"k_max must be at most {MAX_K} (the plotted range), got {k_max:,}")
     inner_k_max = validate.count("inner_k_max", inner_k_max, minimum=1)
     if alpha2 is not None:
         alpha2 = validate.probability("alpha2", alpha2)
@@ -143,6 +151,33 @@ def compute_ewif_vs_k(
             )
         )
     return curves
+
+
+def inputs_of(
+    ms: ModelSet, models: Sequence[str] | None = None, lenience: float = 1.0
+) -> dict[str, float | None]:
+    """``alpha1, c1, alpha2, c2, alpha12`` of :func:`compute_ewif_vs_k` for ``models`` =
+    (target, d1, d2) of a model set (default: the first drafter and the last model), at
+    ``lenience`` (used for d1 reviewing d2; the target's reviews are always lenience 1).
+    An acceptance the set does not have (null) is None: its curves are left out."""
+    names = tuple(models) if models is not None else (ms.models[0], ms.models[1], ms.models[-1])
+    if len(names) != 3:
+        raise ValueError(f"models must be three names (target, drafter 1, drafter 2), got {names}")
+    t, d1, d2 = (ms.index(m) for m in names)
+    if t != 0 or not t < d1 < d2:
+        raise ValueError(
+            f"models must be the target then two drafters, largest first; got "
+            f"{list(names)} of {list(ms.models)}"
+        )
+    lenience = ms.checked_lenience(lenience)
+    a = ms.alpha[lenience]
+    if np.isnan(a[t, d1]):
+        raise ValueError(f"alpha of {ms.models[t]} reviewing {ms.models[d1]} is not in the set")
+    known = {
+        key: None if np.isnan(v) else float(v)
+        for key, v in (("alpha2", a[t, d2]), ("alpha12", a[d1, d2]))
+    }
+    return {"alpha1": float(a[t, d1]), "c1": float(ms.cost[d1]), "c2": float(ms.cost[d2]), **known}
 
 
 def draw_ewif_vs_k(

@@ -23,14 +23,16 @@ def draw_landscape(
     :func:`ewif.search.landscape.landscape_around`) to ``path`` (PNG/SVG/PDF).
 
     Axes are the two K entries (token budgets); contour lines and labels make levels
-    readable in greyscale; a star marks the grid's maximum and a ring the configuration
-    the landscape was computed around.
+    readable in greyscale; a star marks the grid's maximum and a ring (black, outlined in
+    white: visible on every shade) the configuration the landscape was computed around.
     """
+    from matplotlib import patheffects
+
     path = style.output_path(path)
     (r1, j1), (r2, j2) = land.entries
     cfg = land.config
     fig, ax = style.figure(
-        title or f"EWIF landscape of the chosen cascade (lenience {cfg.lenience:g})",
+        title or f"EWIF over two budgets (lenience {cfg.lenience:g})\n{' > '.join(cfg.models)}",
         budget_label(cfg.models, r2, j2),
         budget_label(cfg.models, r1, j1),
     )
@@ -52,15 +54,18 @@ def draw_landscape(
         marker="o",
         markersize=11,
         markerfacecolor="none",
-        markeredgecolor="white",
-        markeredgewidth=1.8,
-        label=f"configuration (EWIF {cfg.ewif:.3f})",
+        markeredgecolor="black",
+        markeredgewidth=1.6,
+        path_effects=[patheffects.withStroke(linewidth=4.0, foreground="white")],
+        label=f"the cascade (EWIF {cfg.ewif:.3f})",
     )
-    style.finish(ax)
+    style.integer_ticks(ax.xaxis, ax.yaxis)
+    handles, labels = ax.get_legend_handles_labels()  # the map fills the axes: legend below
+    fig.legend(handles, labels, loc="outside lower center", ncols=2, fontsize="small")
     return style.save(fig, path)
 
 
 def budget_label(models, r: int, j: int) -> str:
-    """Axis label of K entry ``k_rj``: the tokens drafter ``j`` drafts per review call of
-    model ``r − 1``, by their names."""
-    return f"k_{r}{j}: tokens of {models[j]} per review by {models[r - 1]}"
+    """Axis label of K entry ``k_rj`` (maths): the tokens drafter ``j`` drafts per review
+    call of model ``r − 1``, by their names, on two lines."""
+    return f"$k_{{{r}{j}}}$: tokens of {models[j]}\nper review by {models[r - 1]}"

@@ -223,12 +223,50 @@ def covers_data(ax: Any, box: Any, samples: int = 24) -> bool:
     return any(im.get_window_extent(renderer).overlaps(box) for im in ax.images)
 
 
+def integer_ticks(*axes: Any) -> None:
+    """Ticks at integers only on each given axis (``ax.xaxis``, ``ax.yaxis``): positions,
+    budgets and token counts have no 2.5."""
+    from matplotlib.ticker import MaxNLocator
+
+    for axis in axes:
+        axis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))
+
+
+def fit_texts(fig: Any) -> None:
+    """Re-wrap every title and axis label (the figure's title, each axes' title and labels,
+    colour bars included) that sticks out of the canvas, narrower until it fits: the
+    constrained layout makes room for what it is given, but cannot shorten a line."""
+    import textwrap
+
+    renderer = fig.canvas.get_renderer()
+    texts = [t for ax in fig.axes for t in (ax.title, ax.xaxis.label, ax.yaxis.label)]
+    if fig._suptitle is not None:
+        texts.append(fig._suptitle)
+    for text in texts:
+        if not text.get_text().strip():
+            continue
+        width = max(len(line) for line in text.get_text().split("\n"))
+        while width > 12:
+            fig.draw_without_rendering()
+            box, page = text.get_window_extent(renderer), fig.bbox
+            if box.x0 >= page.x0 and box.x1 <= page.x1 and box.y0 >= page.y0 and box.y1 <= page.y1:
+                break
+            width -= 4
+            keep = [
+                textwrap.fill(line, width, break_long_words=False, break_on_hyphens=False)
+                for line in text.get_text().split("\n")
+            ]
+            text.set_text("\n".join(keep))
+
+
 def save(fig: Any, path: str | os.PathLike[str]) -> Path:
-    """Write ``fig`` to ``path`` in the format its suffix names; returns the path.
+    """Write ``fig`` to ``path`` in the format its suffix names; returns the path. Titles
+    and labels are fitted to the canvas first (:func:`fit_texts`).
 
     Unwritable paths and unknown suffixes raise ``ValueError`` (see :func:`output_path`).
     """
     p = output_path(path)
+    fit_texts(fig)
     try:
         fig.savefig(p, format=p.suffix.lower().lstrip("."), dpi=DPI)
     except OSError as exc:

@@ -31,6 +31,16 @@ def autoregressive_line(what: str, ewif: float) -> str:
     )
 
 
+def lenience_words(K: Any, lenience: float) -> str:
+    """``lenience L`` where a drafter reviews under ``K``; where only the target reviews, a
+    lenience other than 1 is named as unused (the target's review is exact)."""
+    import numpy as np
+
+    if np.asarray(K)[1:].any():
+        return f"lenience {lenience:g}"
+    return "" if lenience == 1.0 else f"lenience {lenience:g} (unused: only the target reviews)"
+
+
 def review_sizes(cascade: Cascade) -> list[dict[str, Any]]:
     """Per model with passes: passes per target step, the range and mean of ``m`` over its
     passes, the expected cost of those passes per step (a catch-up drafter's less the logit
@@ -68,3 +78,39 @@ def review_lines(rows: list[dict[str, Any]]) -> list[str]:
             f"pass(es) per step, at cost {r['cost']:.4f}"
         )
     return lines
+
+
+def decision_line(
+    best_ewif: float,
+    sd: str,
+    sd_ewif: float,
+    *,
+    best: str = "the configuration below",
+    interrupted: int | None = None,
+    unsettled: bool = False,
+) -> tuple[str, str]:
+    """``(choice, line)``: the one decision a recommendation leads with, agreeing with every
+    line after it. ``best`` names the best configuration of the searched space (EWIF
+    ``best_ewif``), ``sd`` the best plain SD (``sd_ewif``), searched beyond the space. The
+    choice is ``"interrupted"`` (a partial search decides nothing; ``interrupted``: the
+    configurations searched), ``"autoregressive"`` (nothing beats EWIF 1), ``"plain-sd"``
+    (plain SD beats every configuration of the space) or ``"cascade"``. ``unsettled``: the
+    interval of the choice does not exclude EWIF 1."""
+    if interrupted is not None:
+        return "interrupted", (
+            f"decision: none: the search was interrupted after {interrupted:,} configurations; "
+            f"the best so far ({best}, EWIF {best_ewif:.4f}) may not be the optimum"
+        )
+    if decision(max(best_ewif, sd_ewif)) == "autoregressive":
+        top = f"plain SD with {sd}" if sd_ewif > best_ewif else best
+        return "autoregressive", "decision: " + autoregressive_line(top, max(best_ewif, sd_ewif))
+    noise = "; within the noise of AR: measure more prompts" if unsettled else ""
+    if sd_ewif > best_ewif:
+        return "plain-sd", (
+            f"decision: run plain SD with {sd} at EWIF {sd_ewif:.4f}; it beats every "
+            f"configuration of the searched space (at best {best_ewif:.4f}, {best}){noise}"
+        )
+    return "cascade", (
+        f"decision: run {best} at EWIF {best_ewif:.4f}, x{best_ewif / sd_ewif:.4f} the best "
+        f"plain SD{noise}"
+    )

@@ -29,11 +29,15 @@ class Landscape:
     grid: np.ndarray
 
     def to_dict(self) -> dict:
-        """The configuration, the two entries and the grid's best point (JSON-ready)."""
+        """The configuration, the two entries, the grid's best point and the grid itself
+        (``grid[i][j]`` at ``x[i]``, ``y[j]``; null where invalid), JSON-ready."""
         (r1, j1), (r2, j2) = self.entries
         i, j = np.unravel_index(np.nanargmax(self.grid), self.grid.shape)
         return {
             "cascade": f"{' > '.join(self.config.models)}, K={self.config.K.tolist()}",
+            "models": list(self.config.models),
+            "K": self.config.K.tolist(),
+            "lenience": self.config.lenience,
             "ewif": self.config.ewif,
             "entries": [f"k_{r1}{j1}", f"k_{r2}{j2}"],
             "grid_best": {
@@ -41,6 +45,9 @@ class Landscape:
                 f"k_{r2}{j2}": int(self.y[j]),
                 "ewif": float(self.grid[i, j]),
             },
+            "x": self.x.tolist(),
+            "y": self.y.tolist(),
+            "grid": [[None if np.isnan(v) else float(v) for v in row] for row in self.grid],
         }
 
 

@@ -14,7 +14,10 @@ answer whichever command asks (``csd recommend``, ``csd simulate``, ``csd plot``
   (autoregressive decoding); otherwise the honest answer is to decode autoregressively
   (:func:`ewif.search.explain.decision`).
 
-:func:`load_model_set` turns "a preset name or a model-set file" into a model set.
+:func:`load_model_set` turns "a preset name or a model-set file" into a model set, and
+:func:`choose_cascade` is the one rule for the cascade a command is about when the user may
+give it: **the given K, else the set's** ``cascade`` **section, else the recommendation**
+(``csd simulate``, ``csd plot``).
 """
 
 from __future__ import annotations
@@ -31,6 +34,11 @@ from ewif.kernel.cascade import Cascade
 from ewif.search import explain
 from ewif.search.optimizer import OptimizeResult, optimize
 from ewif.search.space import SearchSpace, search_space, space_size
+
+#: How :func:`choose_cascade` chose (its ``how``).
+GIVEN = "given on the command line"
+SECTION = "the set's cascade section"
+RECOMMENDED = "recommended by ewif.search.recommendation"
 
 
 def load_model_set(
@@ -95,6 +103,7 @@ def recommend(
 ) -> Recommendation:
     """The recommendation for ``model_set`` (module docstring); the search is sized first
     and refused with ``hint`` when too big (:func:`ewif.search.space.space_size`)."""
+    _check_reviewable(model_set, model_set.leniences if leniences is None else leniences)
     chosen = search_space(model_set, space, k_max, mag_block)
     space_size(
         model_set.alpha,
@@ -107,3 +116,68 @@ def recommend(
         model_set, bounds=chosen.bounds, leniences=leniences, subsets=False, fill=fill, top=top
     )
     return Recommendation(result, chosen)
+
+
+def _check_reviewable(model_set: ModelSet, leniences: Sequence[float]) -> None:
+    """A one-line ``ValueError`` naming the missing acceptance rates when the target can
+    review no drafter at all (``alpha[0][j]`` null or NaN for every ``j``)."""
+    import numpy as np
+
+    row = model_set.alpha[model_set.checked_lenience(leniences[0])][0, 1:]
+    if np.isnan(row).all():
+        target = model_set.models[0]
+        pairs = ", ".join(f"alpha[0][{j}] ({target} reviewing {d})"
+                          for j, d in enumerate(model_set.models[1:], 1))  # fmt: skip
+        raise ValueError(
+            f"no drafter has an acceptance rate by the target: {pairs} "
+            f"{'is' if len(row) == 1 else 'are'} missing (null or NaN) in the model set"
+        )
+
+
+@dataclass(frozen=True)
+class ChosenCascade:
+    """The cascade a command is about, its lenience, and how it was chosen (:data:`GIVEN`,
+    :data:`SECTION` or :data:`RECOMMENDED`)."""
+
+    cascade: Cascade
+    lenience: float
+    how: str
+
+
+def choose_cascade(
+    model_set: ModelSet,
+    models: Sequence[str] | None = None,
+    K: object | None = None,
+    lenience: float | None = None,
+    *,
+    fill: str = "tokens",
+    hint: str = "give the cascade with --models and --K",
+) -> ChosenCascade:
+    """The one rule for the cascade of a model set a command is about:
+
+    1. ``K`` given: the cascade of ``models`` (default: the section's models, else all the
+       set's) with ``K`` at ``lenience`` (default: the section's, else 1). A lenience other
+       than 1 where no drafter reviews is refused: it would apply at the target, whose
+       reviews are exact.
+    2. else the set's ``cascade`` section, at ``lenience`` if given;
+    3. else :func:`recommend` (restricted to ``lenience`` if given; ``hint`` when too big).
+
+    ``models`` without ``K`` is refused whatever the set holds: a section's K belongs to
+    the section's models."""
+    if models is not None and K is None:
+        raise ValueError("--models needs --K (the budgets of the cascade of those models)")
+    section = model_set.cascade
+    if K is None and section is None:
+        rec = recommend(
+            model_set, leniences=None if lenience is None else [lenience], fill=fill, hint=hint
+        )
+        return ChosenCascade(rec.cascade(), rec.best.lenience, RECOMMENDED)
+    if lenience is None:
+        lenience = section.lenience if section is not None else 1.0
+    cascade = model_set.to_cascade(models, K, lenience, fill=fill)
+    if K is not None and float(lenience) != 1.0 and not cascade.K[1:].any():
+        raise ValueError(
+            f"--lenience {lenience:g} would apply at the target, the only reviewer of K = "
+            f"{cascade.K.tolist()}; lenience applies only where a drafter reviews"
+        )
+    return ChosenCascade(cascade, float(lenience), GIVEN if K is not None else SECTION)

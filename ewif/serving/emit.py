@@ -40,8 +40,6 @@ largest asked size vLLM keeps the last ``k`` and TensorRT-LLM turns speculation 
 
 from __future__ import annotations
 
-import json
-import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -49,45 +47,28 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ewif.base import validate
-from ewif.predict.batch import BatchChoice, ScheduleRange, batch_ratio, is_proposer
+from ewif.predict.batch import BatchChoice, ScheduleRange, batch_ratio, is_proposer, pricing_note
 from ewif.serving.engines import Engine, engine
+from ewif.serving.plan import DRAFT_MODEL, LOOKUP_MAX, LOOKUP_MIN, NGRAM, NONE, Plan
+from ewif.serving.render import RENDER
+
+__all__ = [
+    "DRAFT_MODEL",
+    "LOOKUP_MAX",
+    "LOOKUP_MIN",
+    "NGRAM",
+    "NONE",
+    "Declined",
+    "Emission",
+    "Plan",
+    "emission",
+    "plans",
+    "single_k",
+]
 
 if TYPE_CHECKING:
     from ewif.files.model_set import ModelSet
-
-#: The longest n-gram an engine's lookup matches (vLLM prompt_lookup_max, transformers
-#: max_matching_ngram_size, llama.cpp's fixed lookup n-gram). Max-Gram has no upper bound;
-#: longer windows change little once a match is this long.
-LOOKUP_MAX = 4
-#: The shortest n-gram an engine's lookup matches (Max-Gram's default minimum match, 1).
-LOOKUP_MIN = 1
-
-DRAFT_MODEL = "draft model"
-NGRAM = "n-gram lookup"
-NONE = "none"
-
-
-@dataclass(frozen=True)
-class Plan:
-    """One drafter's best plain drafting on an engine: ``k`` at batch 1 (or the single ``k``)
-    and its exact EWIF at batch 1; with batch sizes, the choices emitted by asked batch size,
-    the ranges emitted as a per-batch-size schedule (None when one ``k`` is emitted) and the
-    best schedule without the engine's limits (``best_ranges``)."""
-
-    drafter: str
-    method: str
-    k: int
-    ewif: float
-    by_batch: tuple[BatchChoice, ...] | None = None
-    ranges: tuple[ScheduleRange, ...] | None = None
-    best_ranges: tuple[ScheduleRange, ...] | None = None
-
-    @property
-    def score(self) -> float:
-        """EWIF without batch sizes, else the mean throughput ratio over the asked sizes."""
-        if self.by_batch is None:
-            return self.ewif
-        return float(np.mean([c.ratio for c in self.by_batch]))
+    from ewif.files.vllm_profile import VllmProfile
 
 
 @dataclass(frozen=True)
@@ -170,17 +151,24 @@ def single_k(
     sizes: Sequence[int],
     k_max: int,
     drafting: str = "kv-cached",
+    profile: VllmProfile | None = None,
 ) -> int:
     """The ``k ∈ 0..k_max`` of the highest mean :func:`ewif.predict.batch.batch_ratio` over
     ``sizes`` (ties: the smaller ``k``; 0 = do not speculate)."""
     means = [
-        np.mean([batch_ratio(model_set, drafter, k, b, drafting=drafting) for b in sizes])
+        np.mean([batch_ratio(model_set, drafter, k, b, None, drafting, profile) for b in sizes])
         for k in range(k_max + 1)
     ]
     return int(np.argmax(means))
 
 
-def plans(model_set: ModelSet, eng: Engine, sizes: Sequence[int] | None, k_max: int) -> list[Plan]:
+def plans(
+    model_set: ModelSet,
+    eng: Engine,
+    sizes: Sequence[int] | None,
+    k_max: int,
+    profile: VllmProfile | None = None,
+) -> list[Plan]:
     """Every drafter's best plain drafting on ``eng`` (module docstring), in the set's order;
     drafters without a measured acceptance against the target are skipped."""
     from ewif.predict.batch import best_draft_lengths, schedule
@@ -192,60 +180,44 @@ def plans(model_set: ModelSet, eng: Engine, sizes: Sequence[int] | None, k_max: 
         if np.isnan(alpha[0, j]):
             continue
         method = NGRAM if is_proposer(model_set, d) else DRAFT_MODEL
-        drafting = eng.drafting if method == DRAFT_MODEL else "kv-cached"
+        drafting = eng.drafting if method == DRAFT_MODEL or eng.drafting == "vllm" else "kv-cached"
+        kmax = k_max
+        if profile is not None:
+            kmax = min(k_max, profile.k_max("draft_model" if method == DRAFT_MODEL else "ngram"))
+            if kmax < 1:
+                continue
+        price = {"catch_up": None, "drafting": drafting, "profile": profile}
         if sizes is None and drafting == "kv-cached":
             sd = best_sd(model_set, [d])
             out.append(Plan(d, method, int(sd.K[0, 0]), sd.ewif))
             continue
-        if (
-            sizes is None
-        ):  # ewif.search.optimizer prices no re-evaluating drafter: ewif.predict.batch at B = 1
-            (one,) = best_draft_lengths(model_set, d, [1], k_max=k_max, drafting=drafting)
+        if sizes is None:  # ewif.search.optimizer prices kv-cached drafting only: batch 1 here
+            (one,) = best_draft_lengths(model_set, d, [1], kmax, **price)
             k = max(one.k, 1)  # the best speculation, even if it loses to AR (then: none)
-            out.append(Plan(d, method, k, batch_ratio(model_set, d, k, 1, drafting=drafting)))
+            out.append(Plan(d, method, k, batch_ratio(model_set, d, k, 1, **price)))
             continue
-        choices = best_draft_lengths(model_set, d, sizes, k_max=k_max, drafting=drafting)
+        choices = best_draft_lengths(model_set, d, sizes, kmax, **price)
         ranges = tuple(schedule(choices))
         if _expressible(eng, ranges):
             k1 = ranges[0].k  # the first range starts at batch 1 in the emitted schedule
             emitted = ranges if len(ranges) > 1 else None
         else:
-            k1 = single_k(model_set, d, sizes, k_max, drafting)
-            choices = [
-                BatchChoice(b, k1, batch_ratio(model_set, d, k1, b, drafting=drafting))
-                for b in sizes
-            ]
+            k1 = single_k(model_set, d, sizes, kmax, drafting, profile)
+            choices = [BatchChoice(b, k1, batch_ratio(model_set, d, k1, b, **price)) for b in sizes]
             emitted = None
         if drafting == "kv-cached":
             ewif = model_set.to_cascade([target, d], [[k1]]).ewif() if k1 else 1.0
         else:
-            ewif = batch_ratio(model_set, d, k1, 1, drafting=drafting)
+            ewif = batch_ratio(model_set, d, k1, 1, **price)
         out.append(Plan(d, method, k1, ewif, tuple(choices), emitted, ranges))
     if not out:
         raise ValueError("no drafter has a measured acceptance rate against the target")
     return out
 
 
-def emission(
-    model_set: ModelSet,
-    engine_key: str,
-    batch_sizes: Sequence[int] | None = None,
-    *,
-    k_max: int = 12,
-    paths: Mapping[str, str] | None = None,
-) -> Emission:
-    """The best plain-drafting configuration ``engine_key`` can express for ``model_set``
-    (module docstring), with the model names mapped to ``paths`` (default: the names)."""
-    eng = engine(engine_key)
-    k_max = validate.count("k_max", k_max, minimum=1)
-    paths = dict(paths or {})
-    for name in paths:
-        model_set.index(name)
-    notes = [
-        f"{eng.name} runs plain speculative drafting (one drafter proposes k tokens, the target "
-        "verifies them in one pass), not cascades: this is the best plain drafting it can "
-        "express for this model set"
-    ]
+def _asked_sizes(eng, batch_sizes: Sequence[int] | None, notes: list[str]) -> list[int] | None:
+    """The asked batch sizes, sorted and deduplicated, cut to those the engine speculates at
+    (a note says which were dropped); None when none were asked."""
     sizes = None
     if batch_sizes is not None:
         sizes = sorted({validate.count("batch size", b, minimum=1) for b in batch_sizes})
@@ -264,34 +236,154 @@ def emission(
                     f"{kept}, not {[b for b in sizes if b not in kept]}"
                 )
             sizes = kept
-    candidates = plans(model_set, eng, sizes, k_max)
+    return sizes
+
+
+def emission(
+    model_set: ModelSet,
+    engine_key: str,
+    batch_sizes: Sequence[int] | None = None,
+    *,
+    k_max: int = 12,
+    paths: Mapping[str, str] | None = None,
+    profile: VllmProfile | None = None,
+) -> Emission:
+    """The best plain-drafting configuration ``engine_key`` can express for ``model_set``
+    (module docstring), with the model names mapped to ``paths`` (default: the names);
+    ``profile``: vLLM's own measured costs (vLLM only)."""
+    eng = engine(engine_key)
+    k_max = validate.count("k_max", k_max, minimum=1)
+    paths = dict(paths or {})
+    for name in paths:
+        model_set.index(name)
+    if profile is not None:
+        _check_profile(model_set, eng, profile, batch_sizes)
+    notes = [
+        f"{eng.name} runs plain speculative drafting (one drafter proposes k tokens, the target "
+        "verifies them in one pass), not cascades: this is the best plain drafting it can "
+        "express for this model set"
+    ]
+    sizes = _asked_sizes(eng, batch_sizes, notes)
+    if sizes and len(sizes) > 1 and profile is None and (why := pricing_note(model_set)):
+        notes.append(why)
+    candidates = plans(model_set, eng, sizes, k_max, profile)
     best = max(candidates, key=lambda p: p.score)  # first of equals: the larger drafter
     declined = None
-    if best.score <= 1.0 and best.k > 0:  # the best speculation, not emitted
+    shown = best
+    if (
+        best.score <= 1.0
+        and eng.drafting == "vllm"
+        and sizes
+        and not any(r.k for r in best.ranges or [best])
+    ):
+        shown = _speculating(model_set, best, sizes, k_max, profile)
+    if best.score <= 1.0 and shown.k > 0:  # the best speculation, not emitted
         target = paths.get(model_set.models[0], model_set.models[0])
-        config, text, _ = _RENDER[eng.key](best, target, paths.get(best.drafter, best.drafter))
-        declined = Declined(best, config, text)
+        config, text, _ = RENDER[eng.key](shown, target, paths.get(shown.drafter, shown.drafter))
+        declined = Declined(shown, config, text)
     if best.score <= 1.0:  # k = 0 at every asked size, or EWIF <= 1 at batch 1
         if any(r.k for r in best.best_ranges or ()):
             notes.append(_one_k(eng, best))
         else:
             notes.append("no plain drafting beats autoregressive decoding here")
-        best = Plan(best.drafter, NONE, 0, 1.0, best.by_batch, None, best.best_ranges)
+        alone = (
+            None
+            if best.by_batch is None
+            else tuple(BatchChoice(c.batch, 0, 1.0) for c in best.by_batch)
+        )
+        best = Plan(best.drafter, NONE, 0, 1.0, alone, None, best.best_ranges)
         notes.append("serve the target alone")
     elif best.best_ranges is not None and best.ranges is None and len(best.by_batch) > 1:
         notes.append(_one_k(eng, best))
+    losing = [c for c in best.by_batch or () if c.ratio < 1.0]
+    if best.method != NONE and losing:
+        notes.append(
+            "priced below autoregressive decoding at "
+            + ", ".join(f"B={c.batch} ({c.ratio:.3f}x)" for c in losing)
+            + f"; {eng.name} cannot switch speculation off per batch size: the mean over the "
+            "asked sizes decided (serve without speculation where those sizes dominate)"
+        )
     target = paths.get(model_set.models[0], model_set.models[0])
     drafter = paths.get(best.drafter, best.drafter)
-    config, text, more = _RENDER[eng.key](best, target, drafter)
-    if best.method == NGRAM:
-        more.insert(
-            0,
+    config, text, more = RENDER[eng.key](best, target, drafter)
+    more = [*_pricing_notes(best, profile), *more]
+    return Emission(eng, best, target, config, text, (*notes, *more), declined)
+
+
+def _pricing_notes(best: Plan, profile: VllmProfile | None) -> list[str]:
+    """What the emitted n-gram lookup is priced as, and whether vLLM's own costs priced it."""
+    out: list[str] = []
+    if best.method == NGRAM and profile is None:
+        out.append(
             f"{best.drafter} (a proposer) is emitted as the engine's n-gram lookup, priced as "
             f"{best.drafter}: this assumes the lookup accepts as often as {best.drafter} did "
             "when measured (it drafts nothing without a match, Max-Gram falls back to a "
             "bigram); measure it with csd measure --from-metrics and recommend again",
         )
-    return Emission(eng, best, target, config, text, (*notes, *more), declined)
+    elif best.method == NGRAM and profile.ngram is not None:
+        out.append(
+            f"{best.drafter} (a proposer) is emitted as vLLM's n-gram lookup, priced with "
+            f"vLLM's own n-gram behaviour from the profile (match rate "
+            f"{profile.ngram.match_rate:.3f}, α by position "
+            f"{', '.join(f'{a:.3f}' for a in profile.ngram.alpha_by_position)})",
+        )
+    if profile is not None:
+        out.append(
+            "priced with vLLM's own step costs (the vLLM profile: "
+            f"{profile.metadata.get('engine', 'vLLM')}, batch sizes {profile.batch_sizes}), "
+            "the draft model's padded catch-up pass included (ewif.predict.batch, 'vllm')"
+        )
+    return out
+
+
+def _speculating(
+    model_set: ModelSet, plan: Plan, sizes: Sequence[int], k_max: int, profile: VllmProfile | None
+) -> Plan:
+    """``plan``'s drafter at its best ``k >= 1`` at every batch size, priced as vLLM drafts: the
+    speculation to show when none is emitted (a schedule of ``k = 0`` would still run a draft
+    model's first pass, so it is no speculation worth showing)."""
+    from ewif.predict.batch import schedule
+
+    if profile is not None:
+        k_max = min(k_max, profile.k_max("draft_model" if plan.method == DRAFT_MODEL else "ngram"))
+    price = {"catch_up": None, "drafting": "vllm", "profile": profile}
+    choices = []
+    for b in sizes:
+        ratios = [batch_ratio(model_set, plan.drafter, k, b, **price) for k in range(1, k_max + 1)]
+        k = 1 + int(np.argmax(ratios))
+        choices.append(BatchChoice(b, k, ratios[k - 1]))
+    ranges = tuple(schedule(choices))
+    k1 = ranges[0].k
+    ewif = batch_ratio(model_set, plan.drafter, k1, 1, **price)
+    return Plan(
+        plan.drafter,
+        plan.method,
+        k1,
+        ewif,
+        tuple(choices),
+        ranges if len(ranges) > 1 else None,
+        ranges,
+    )
+
+
+def _check_profile(
+    model_set: ModelSet, eng: Engine, profile: VllmProfile, sizes: Sequence[int] | None
+) -> None:
+    """A vLLM profile fits this emission: vLLM, the set's target, measured batch sizes."""
+    if eng.key != "vllm":
+        raise ValueError(f"a vLLM profile prices vLLM only, not {eng.name}")
+    if profile.target != model_set.models[0]:
+        raise ValueError(
+            f"the vLLM profile was measured for the target {profile.target!r}, the model set's "
+            f"is {model_set.models[0]!r}"
+        )
+    if profile.drafter is not None and profile.drafter not in model_set.models:
+        raise ValueError(f"the vLLM profile's drafter {profile.drafter!r} is not in the model set")
+    missing = sorted(set(sizes or [1]) - set(profile.batch_sizes))
+    if missing:
+        raise ValueError(
+            f"the vLLM profile is measured at batch sizes {profile.batch_sizes}, not {missing}"
+        )
 
 
 def _expressible(eng: Engine, ranges: Sequence[ScheduleRange]) -> bool:
@@ -301,154 +393,6 @@ def _expressible(eng: Engine, ranges: Sequence[ScheduleRange]) -> bool:
     if eng.schedule == "thresholds":  # schedule[smallest key] must equal max_draft_len
         return ranges[0].k == max(r.k for r in ranges)
     return False
-
-
-def _span(ranges: Sequence[ScheduleRange]) -> list[tuple[int, int, int]]:
-    """Contiguous ``(low, high, k)``: the first from 1, each up to the next one's low − 1,
-    the last to its own high (the largest asked batch size)."""
-    out = []
-    for i, r in enumerate(ranges):
-        high = ranges[i + 1].low - 1 if i + 1 < len(ranges) else r.high
-        out.append((1 if i == 0 else r.low, high, r.k))
-    return out
-
-
-def _kmax(plan: Plan) -> int:
-    """The largest ``k`` emitted (``num_speculative_tokens``, ``max_draft_len``)."""
-    return max(r.k for r in plan.ranges) if plan.ranges else plan.k
-
-
-def _vllm(plan: Plan, target: str, drafter: str) -> tuple[dict, str, list[str]]:
-    notes: list[str] = []
-    if plan.method == NONE:
-        return {}, f"vllm serve {shlex.quote(target)}", notes
-    config: dict[str, Any] = (
-        {"method": "draft_model", "model": drafter}
-        if plan.method == DRAFT_MODEL
-        else {"method": "ngram", "prompt_lookup_max": LOOKUP_MAX, "prompt_lookup_min": LOOKUP_MIN}
-    )
-    config["num_speculative_tokens"] = _kmax(plan)
-    if plan.ranges:
-        config["num_speculative_tokens_per_batch_size"] = [list(t) for t in _span(plan.ranges)]
-        notes.append(
-            "num_speculative_tokens_per_batch_size: a batch size between two asked ones takes "
-            f"the smaller one's k; past {plan.ranges[-1].high} vLLM keeps the last k"
-        )
-    text = (
-        f"vllm serve {shlex.quote(target)} --speculative-config {shlex.quote(json.dumps(config))}"
-    )
-    return config, text, notes
-
-
-def _sglang(plan: Plan, target: str, drafter: str) -> tuple[list, str, list[str]]:
-    argv = ["--model-path", target]
-    notes: list[str] = []
-    if plan.method == DRAFT_MODEL:
-        argv += ["--speculative-algorithm", "STANDALONE", "--speculative-draft-model-path"]
-        argv += [drafter, "--speculative-num-steps", str(plan.k), "--speculative-eagle-topk"]
-        argv += ["1", "--speculative-num-draft-tokens", str(plan.k + 1)]
-    elif plan.method == NGRAM:
-        argv += ["--speculative-algorithm", "NGRAM", "--speculative-num-draft-tokens"]
-        argv += [str(plan.k + 1), "--speculative-ngram-min-bfs-breadth", "1"]
-        argv += ["--speculative-ngram-max-bfs-breadth", "1"]
-        notes.append(
-            "SGLang's NGRAM drafts from a trie of the n-grams of all requests (CUDA only); "
-            "BFS breadth 1 makes its draft one chain of k tokens"
-        )
-    if plan.method != NONE:
-        notes.append(
-            f"--speculative-num-draft-tokens {plan.k + 1} counts the k = {plan.k} drafted "
-            "tokens and the chain's root (the last accepted token)"
-        )
-    return argv, "python -m sglang.launch_server " + shlex.join(argv), notes
-
-
-def _trtllm(plan: Plan, target: str, drafter: str) -> tuple[dict, str, list[str]]:
-    import yaml
-
-    notes: list[str] = []
-    if plan.method == NONE:
-        return {}, f"# no speculative_config: serve {target} alone", notes
-    spec: dict[str, Any] = (
-        {
-            "decoding_type": "Draft_Target",
-            "max_draft_len": _kmax(plan),
-            "speculative_model": drafter,
-        }
-        if plan.method == DRAFT_MODEL
-        else {"decoding_type": "SA", "max_draft_len": _kmax(plan), "max_matching_ngram_size": -1}
-    )
-    if plan.ranges:
-        spec["draft_len_schedule"] = {high: k for _, high, k in _span(plan.ranges)}
-        notes.append(
-            "draft_len_schedule: sizes up to each key use its k; above the largest key "
-            f"({plan.ranges[-1].high}) TensorRT-LLM turns speculation off: ask --batch-sizes "
-            "up to the largest batch you serve"
-        )
-    config = {"speculative_config": spec}
-    notes.append(
-        f"the YAML is the speculative_config field of TensorRT-LLM's LLM-API options "
-        f"(llm_args.py) for the target {target}"
-    )
-    return config, yaml.safe_dump(config, sort_keys=False).rstrip(), notes
-
-
-def _llama_cpp(plan: Plan, target: str, drafter: str) -> tuple[list, str, list[str]]:
-    argv = ["-m", target]
-    notes: list[str] = []
-    if plan.method == DRAFT_MODEL:
-        argv += ["-md", drafter, "--spec-type", "draft-simple", "--spec-draft-n-max"]
-        argv += [str(plan.k), "--spec-draft-n-min", "0", "--spec-draft-p-min", "0"]
-        notes.append(
-            "--spec-draft-p-min 0 and --spec-draft-n-min 0 make every draft k tokens long, as "
-            "priced; so is llama-server's drafter pass over the target's k + 1 positions each "
-            "step (ewif.predict.batch drafting 'reevaluate')"
-        )
-    elif plan.method == NGRAM:
-        argv += ["--spec-type", "ngram-simple", "--spec-ngram-simple-size-n", str(LOOKUP_MAX)]
-        argv += ["--spec-ngram-simple-size-m", str(plan.k)]
-    argv.append("--metrics")
-    notes.append(
-        "--metrics exposes the llamacpp:spec_decode_* counters that csd measure "
-        "--from-metrics reads; add -np N for N parallel slots"
-    )
-    return argv, "llama-server " + shlex.join(argv), notes
-
-
-def _transformers(plan: Plan, target: str, drafter: str) -> tuple[dict, str, list[str]]:
-    kwargs: dict[str, Any] = {}
-    notes: list[str] = []
-    if plan.method == DRAFT_MODEL:
-        kwargs = {
-            "assistant_model": drafter,
-            "num_assistant_tokens": plan.k,
-            "num_assistant_tokens_schedule": "constant",
-            "assistant_confidence_threshold": 0.0,
-        }
-        notes.append(
-            "assistant_model is the model loaded from the path given; "
-            "assistant_confidence_threshold 0.0 keeps every draft k tokens long (the default "
-            "0.4 stops drafts early)"
-        )
-        notes.append(
-            "the EWIF is priced with the passes a KV-cached decoder pays (csd's own); "
-            "transformers' assisted generation adds a generate() call of the assistant per "
-            "step, so read it as an upper bound (docs/serving.md: measured 0.60x where 0.85x "
-            "was priced on a 1.5B/0.5B pair)"
-        )
-    elif plan.method == NGRAM:
-        kwargs = {"prompt_lookup_num_tokens": plan.k, "max_matching_ngram_size": LOOKUP_MAX}
-    shown = {k: v for k, v in kwargs.items() if k != "assistant_model"}
-    lines = [
-        "from transformers import AutoModelForCausalLM",
-        f"model = AutoModelForCausalLM.from_pretrained({target!r})",
-    ]
-    args = "".join(f", {k}={v!r}" for k, v in shown.items())
-    if plan.method == DRAFT_MODEL:
-        lines.append(f"assistant = AutoModelForCausalLM.from_pretrained({drafter!r})")
-        args = ", assistant_model=assistant" + args
-    lines.append(f"out = model.generate(**inputs{args})")
-    return kwargs, "\n".join(lines), notes
 
 
 def _one_k(eng: Engine, plan: Plan) -> str:
@@ -468,15 +412,6 @@ def _one_k(eng: Engine, plan: Plan) -> str:
         f"the best schedule is {best}, but {eng.name} cannot express it ({why}): k = {plan.k} "
         "has the highest mean throughput over the asked batch sizes"
     )
-
-
-_RENDER = {
-    "vllm": _vllm,
-    "sglang": _sglang,
-    "trtllm": _trtllm,
-    "llama.cpp": _llama_cpp,
-    "transformers": _transformers,
-}
 
 
 def _is_number(word: str) -> bool:

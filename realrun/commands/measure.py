@@ -47,7 +47,10 @@ def add_model_arguments(parser: argparse.ArgumentParser, models_nargs: str = "+"
         "models",
         nargs=models_nargs,
         metavar="MODEL",
-        help="target first, then drafters largest first (hub id, dir or .gguf)",
+        help="target first, then drafters largest first: a hub id in the local cache, a "
+        "save_pretrained directory, or a .gguf file (with the transformers backend converted "
+        "once to float32 safetensors in ~/.cache/csd/models or $CSD_CACHE, about 4 bytes per "
+        "parameter: ~0.5 GB for a 135M model)",
     )
     parser.add_argument("--mag", action="store_true", help="append Max-Gram as the last drafter")
     parser.add_argument("--bigram", metavar="FILE", help="Max-Gram bigram table (.npz)")
@@ -58,13 +61,22 @@ def add_model_arguments(parser: argparse.ArgumentParser, models_nargs: str = "+"
         "gsm8k_style, mmlu_style, code, writing, translation, summary, qa, reasoning, rag, "
         "edit) or a JSONL file",
     )
-    parser.add_argument("--max-new-tokens", type=int, default=32)
+    parser.add_argument(
+        "--max-new-tokens", type=int, default=32, help="tokens generated per prompt"
+    )
     parser.add_argument("--temperature", type=float, default=0.0, help="0 = greedy")
-    parser.add_argument("--top-p", type=float, default=1.0)
+    parser.add_argument(
+        "--top-p",
+        type=float,
+        default=1.0,
+        help="nucleus sampling: keep the smallest set of tokens of this total probability "
+        "(1 = all; used when --temperature > 0)",
+    )
     parser.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
     parser.add_argument(
         "--dtype",
         default="auto",
+        choices=("auto", "float32", "bfloat16", "float16"),
         help="auto (CPU: measured, see docs/realrun.md), float32, bfloat16 or float16",
     )
     parser.add_argument(
@@ -105,7 +117,13 @@ def add_model_arguments(parser: argparse.ArgumentParser, models_nargs: str = "+"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_model_arguments(parser, models_nargs="*")
     parser.add_argument("--limit", type=int, default=4, help="measure on the first N prompts")
-    parser.add_argument("--leniences", type=float, nargs="+", default=[1.0, 2.0, 3.0, 5.0])
+    parser.add_argument(
+        "--leniences",
+        type=float,
+        nargs="+",
+        default=[1.0, 2.0, 3.0, 5.0],
+        help="leniences at which drafters' reviews of drafters are measured (each >= 1)",
+    )
     parser.add_argument(
         "--max-m", type=int, default=None, help="time passes of m = 1..MAX_M (default 2 x --k-max)"
     )
@@ -115,12 +133,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=10,
         help="timing rounds of the cost curves (interleaved, over the measuring contexts)",
     )
-    parser.add_argument("--warmup", type=int, default=1)
+    parser.add_argument(
+        "--warmup", type=int, default=1, help="untimed passes before each timed size"
+    )
     parser.add_argument(
         "--batch-sizes",
         metavar="B,B,...",
-        help="also time batched passes of B rows (a serving engine's step; written as "
-        "batch_cost_curve, csd.models/4; default: none)",
+        help="also time batched passes of B rows (a serving engine's step; written as the "
+        "model set's batch_cost_curve; default: none)",
     )
     parser.add_argument("-o", "--output", required=True, help="model-set file to write")
     metrics = parser.add_argument_group(
@@ -172,10 +192,13 @@ def model_options(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from realrun.arguments import check_measure
+
     if args.from_metrics:
         return _run_from_metrics(args)
     if not args.models:
         raise ValueError("give MODEL ... (target first) to measure, or --from-metrics FILE")
+    sizes = check_measure(args)  # every argument, before any model is loaded or converted
     from transformers.utils import logging as hf_logging
 
     from ewif.files import model_set as model_io
@@ -196,8 +219,8 @@ def run(args: argparse.Namespace) -> int:
         **model_options(args),
     )
     model_set = with_categories(measured.model_set, measuring)  # α per category too
-    if args.batch_sizes:
-        model_set = _with_batch_costs(model_set, measured.family, measuring, args)
+    if sizes is not None:
+        model_set = _with_batch_costs(model_set, measured.family, measuring, sizes, args)
     model_io.save(model_set, args.output)
     if args.json:
         print(json.dumps(model_set.to_dict(), indent=2))
@@ -208,16 +231,14 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _with_batch_costs(model_set, family, measuring, args: argparse.Namespace):
-    """``model_set`` with the family's batched pass costs at ``--batch-sizes``
+def _with_batch_costs(model_set, family, measuring, sizes, args: argparse.Namespace):
+    """``model_set`` with the family's batched pass costs at the batch ``sizes``
     (:func:`realrun.batched.measure_batch_costs`, on the measuring prompts)."""
     from dataclasses import replace
 
-    from ewif.base import validate
     from realrun.batched import measure_batch_costs
     from realrun.prompts import encode
 
-    sizes = validate.comma_separated("--batch-sizes", args.batch_sizes, int, "batch sizes")
     costs, timed = measure_batch_costs(
         family.chain,
         [encode(p, family.tokenizer) for p in measuring],
@@ -235,8 +256,11 @@ def _run_from_metrics(args: argparse.Namespace) -> int:
     set (:mod:`realrun.engine_metrics`; imports neither torch nor transformers)."""
     from ewif.files import model_set as model_io
     from realrun import engine_metrics as em
+    from realrun.arguments import writable
     from realrun.engine_counters.reading import read_counters
 
+    _refuse_model_options(args)
+    writable(args.output, "model-set file")
     names = tuple(args.models) or ("target", "drafter")
     if len(names) != 2:
         raise ValueError(
@@ -278,3 +302,26 @@ def _run_from_metrics(args: argparse.Namespace) -> int:
         print(em.format_acceptance(acc, args.from_metrics, names))
         print(f"written: {args.output}  (next: csd recommend --from {args.output} --emit ENGINE)")
     return 0
+
+
+#: The options ``--from-metrics`` uses; every other one shapes a run of models.
+_METRICS_OPTIONS = {"models", "from_metrics", "engine", "costs", "cost_curve", "output", "json"}
+
+
+def _refuse_model_options(args: argparse.Namespace) -> None:
+    """``--from-metrics`` runs no model: an option that only sizes or shapes a run of models
+    (``--mag``, ``--limit``, ``--batch-sizes`` …), given other than its default, is refused
+    rather than silently ignored."""
+    fresh = argparse.ArgumentParser()
+    add_arguments(fresh)
+    defaults = vars(fresh.parse_args(["-o", args.output]))
+    given = [
+        k for k, v in vars(args).items() if k in defaults and k not in _METRICS_OPTIONS
+        and k != "progress" and v != defaults[k]
+    ]  # fmt: skip
+    if given:
+        options = ", ".join("--" + k.replace("_", "-") for k in given)
+        raise ValueError(
+            f"--from-metrics runs no model: {options} {'does' if len(given) == 1 else 'do'} "
+            "not apply (α comes from the engine's counters, costs from --costs/--cost-curve)"
+        )

@@ -78,7 +78,9 @@ def _read(path: str | Path) -> str:
 
 
 def _detect(text: str, source: str) -> str:
-    stripped = text.lstrip()
+    stripped = "\n".join(
+        line for line in text.splitlines() if not line.lstrip().startswith("#")
+    ).lstrip()
     if stripped.startswith(("{", "[")):
         return "vllm-per-request"
     if re.search(r"^vllm:spec_decode_", text, re.M):

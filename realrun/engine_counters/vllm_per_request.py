@@ -4,8 +4,9 @@ With ``summary`` or ``detailed`` (vLLM PR #48915) a response carries a
 ``metrics.speculative_decoding`` object with ``num_spec_steps``, ``num_draft_tokens``,
 ``num_accepted_draft_tokens``, ``num_spec_tokens`` and ``acceptance_histogram`` (index ``j``:
 verify steps that accepted exactly ``j`` draft tokens). Read as a JSON response, a list of
-them or JSON Lines; the requests add up. Position ``i`` was accepted in the steps that
-accepted ``i`` tokens or more: ``A_i = Σ_{j≥i} histogram[j]``.
+them or JSON Lines (lines starting with ``#`` are comments, e.g. a capture's provenance
+line); the requests add up. Position ``i`` was accepted in the steps that accepted ``i``
+tokens or more: ``A_i = Σ_{j≥i} histogram[j]``.
 """
 
 from __future__ import annotations
@@ -18,12 +19,13 @@ from realrun.engine_counters.spec_counters import SpecCounters, counter_value
 
 def counters_from_per_request(text: str) -> SpecCounters:
     """The summed counters of every request in ``text`` (module docstring)."""
+    body = "\n".join("" if line.lstrip().startswith("#") else line for line in text.splitlines())
     try:
-        data = json.loads(text)
+        data = json.loads(body)
         objects = data if isinstance(data, list) else [data]
     except json.JSONDecodeError:
         objects = []
-        for n, line in enumerate(text.splitlines(), start=1):
+        for n, line in enumerate(body.splitlines(), start=1):
             if line.strip():
                 try:
                     objects.append(json.loads(line.removeprefix("data: ")))

@@ -1,9 +1,11 @@
 """``csd simulate``: Monte Carlo of a cascade, z-scored against its exact theory.
 
-The configuration comes from a model-set file (``FILE``) or a preset (``--preset``); the
-cascade is, in order of precedence: ``--models``/``--K``/``--lenience`` given on the
-command line, the set's ``cascade`` section, or the configuration ``ewif.search.recommendation``
-recommends with ``csd recommend``'s default search space. Exit status 0 when every
+The configuration comes from a model-set file (``FILE``; a results file gives its run's model
+set) or a preset (``--preset``); the cascade follows the one rule of
+:func:`ewif.search.recommendation.choose_cascade` (``csd plot`` follows it too): ``--K`` (with
+``--models``) given on the command line, else the set's ``cascade`` section, else the
+configuration ``csd recommend`` recommends with its default search space; ``--models``
+without ``--K`` is refused. Exit status 0 when every
 quantity agrees with the exact theory (Bonferroni at ``--level``), 1 when some test
 rejects, 2 for bad input. The Bernoulli engine prices passes as the paper counts them, so a
 set whose drafters pay the catch-up pass (every measured set) is compared with the exact
@@ -25,12 +27,20 @@ HELP = "simulate a cascade (Monte Carlo of Algorithm 1) and compare it with the 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     src = parser.add_mutually_exclusive_group()
-    src.add_argument("file", nargs="?", metavar="FILE", help="csd.models/1 or /2 model-set file")
+    src.add_argument(
+        "file",
+        nargs="?",
+        metavar="FILE",
+        help="model-set file (csd.models/1-6, JSON or YAML), or a results file (csd.results/1: "
+        "the model set its run used)",
+    )
     src.add_argument("--preset", help="embedded preset (see 'csd presets'); default flan-t5-ms")
-    parser.add_argument("--models", help="comma-separated model names, target first")
+    parser.add_argument(
+        "--models", help="model names separated by commas, target first (needs --K)"
+    )
     parser.add_argument("--K", dest="K", help='budget matrix as JSON, e.g. "[[2,10],[0,10]]"')
     parser.add_argument("--lenience", type=float, help="lenience of the drafter reviews")
-    parser.add_argument("--fill", choices=("tokens", "rounds"), default="tokens")
+    cli.add_fill_argument(parser)
     parser.add_argument(
         "--trials",
         type=int,
@@ -74,34 +84,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _recommended(ms: Any, fill: str, lenience: float | None) -> tuple[Any, str, float]:
-    """What ``csd recommend`` picks by default (:func:`ewif.search.recommendation.recommend`)."""
-    from ewif.search.recommendation import recommend
+def _cascade(args: argparse.Namespace, ms: Any) -> tuple[Any, str, float]:
+    """The cascade to simulate by the one rule (:func:`ewif.search.recommendation.choose_cascade`):
+    ``--K`` (with ``--models``), else the set's ``cascade`` section, else the recommendation."""
+    from ewif.base import validate
+    from ewif.search.recommendation import choose_cascade
 
-    rec = recommend(
+    chosen = choose_cascade(
         ms,
-        leniences=None if lenience is None else [lenience],
-        fill=fill,
+        None if args.models is None else validate.names("--models", args.models),
+        None if args.K is None else validate.json_matrix("--K", args.K),
+        args.lenience,
+        fill=args.fill,
         hint="give the cascade with --models and --K (or a 'cascade' section)",
     )
-    return rec.cascade(), "recommended by ewif.search.recommendation", rec.best.lenience
-
-
-def _cascade(args: argparse.Namespace, ms: Any) -> tuple[Any, str, float]:
-    from ewif.base import validate
-
-    models = None if args.models is None else tuple(m.strip() for m in args.models.split(","))
-    K = None if args.K is None else validate.json_matrix("--K", args.K)
-    if K is None and ms.cascade is None:
-        if models is not None:
-            raise ValueError("--models needs --K (the set has no 'cascade' section)")
-        return _recommended(ms, args.fill, args.lenience)
-    lenience = args.lenience
-    if lenience is None:
-        lenience = ms.cascade.lenience if ms.cascade is not None else 1.0
-    cascade = ms.to_cascade(models=models, K=K, lenience=lenience, fill=args.fill)
-    how = "given on the command line" if K is not None else "the set's cascade section"
-    return cascade, how, lenience
+    return chosen.cascade, chosen.how, chosen.lenience
 
 
 def run(args: argparse.Namespace) -> int:
@@ -112,6 +109,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.trials is None:
         args.trials = 20_000 if args.tree else 200_000
+    validate.count("--seed", args.seed)
     trials = validate.count("--trials", args.trials, minimum=2)
     limits.at_most("--trials", trials, limits.MAX_TRIALS, "target steps (minutes at worst)")
     level = validate.probability("--level", args.level)
@@ -269,11 +267,13 @@ def _replay(ms: Any, cascade: Any, lenience: float, seed: int) -> dict:
 
 def _human(out: dict, comparison: Any, level: float) -> str:
     from ewif.base.text_table import table
+    from ewif.search.explain import lenience_words
     from simulate.stats import normal_quantile
 
     c, r = out["cascade"], comparison.result
     lines = [
-        f"{out['source']}: {' > '.join(c['models'])}  K={c['K']}  lenience {c['lenience']:g}  "
+        f"{out['source']}: {' > '.join(c['models'])}  K={c['K']}  "
+        f"{lenience_words(c['K'], c['lenience']) or 'lenience 1'}  "
         f"fill={c['fill']}  ({c['chosen']})",
         f"{r.trials:,} target steps, seed {r.seed}, {r.seconds:.2f} s "
         f"({r.steps_per_second:,.0f} steps/s){'  INTERRUPTED' if r.interrupted else ''}; "

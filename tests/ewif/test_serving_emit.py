@@ -85,7 +85,7 @@ def test_a_free_max_gram_is_emitted_as_the_engines_ngram_lookup(key):
 def test_the_printed_ewif_is_ewifs_on_the_emitted_method(which, tmp_path, capsys):
     ms = mag_set() if which == "mag" else SETS[which]()
     path = model_io.save(ms, tmp_path / "set.json")
-    assert cli.main(["recommend", "--from", str(path), "--emit", "vllm", "--json"]) == 0
+    assert cli.main(["recommend", "--from", str(path), "--emit", "trtllm", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     em = out["emit"]
     target, drafter, k = ms.models[0], em["drafter"], em["k"]
@@ -93,10 +93,33 @@ def test_the_printed_ewif_is_ewifs_on_the_emitted_method(which, tmp_path, capsys
     assert k == int(sd.K[0, 0])
     assert em["ewif"] == ms.to_cascade([target, drafter], [[k]]).ewif()
     assert em["ewif"] == max(best_sd(ms, [d]).ewif for d in ms.models[1:])
-    assert em["config"]["num_speculative_tokens"] == k
-    human = _human(path, "vllm")
+    assert em["config"]["speculative_config"]["max_draft_len"] == k
+    human = _human(path, "trtllm")
     assert f"emitted {em['ewif']:.4f}; best cascade" in human
     assert f"{out['recommended']['ewif']:.4f}" in human
+
+
+@pytest.mark.parametrize("which", [*SETS, "mag"])
+def test_vllm_is_priced_as_vllm_drafts(which, tmp_path, capsys):
+    """vLLM's draft model pays a padded catch-up pass of k + 2 positions every step
+    (ewif.predict.batch, drafting 'vllm'): the emitted k and EWIF are that pricing's best."""
+    ms = mag_set() if which == "mag" else SETS[which]()
+    path = model_io.save(ms, tmp_path / "set.json")
+    assert cli.main(["recommend", "--from", str(path), "--emit", "vllm", "--json"]) == 0
+    em = json.loads(capsys.readouterr().out)["emit"]
+    drafter, k = em["drafter"], em["k"]
+    best = {
+        d: max(batch_ratio(ms, d, j, 1, drafting="vllm") for j in range(1, 13))
+        for d in ms.models[1:]
+        if not np.isnan(ms.alpha[1.0][0, ms.index(d)])
+    }
+    if em["method"] == serving.NONE:
+        assert max(best.values()) <= 1.0 and not em["config"]
+        assert "--speculative-config" not in em["text"]
+        return
+    assert em["ewif"] == batch_ratio(ms, drafter, k, 1, drafting="vllm") == max(best.values())
+    assert em["config"]["num_speculative_tokens"] == k
+    assert em["text"].startswith("python -m vllm.entrypoints.openai.api_server --model ")
 
 
 def _human(path, engine, *more) -> str:
@@ -148,11 +171,16 @@ def test_the_schedule_by_batch_size_is_ewif_batch_as_the_engine_reads_it(
         alpha={1.0: a},
         cost_curve=(target, draft * target[:8]),
     )
-    best = best_draft_lengths(ms, "d", sorted(sizes), k_max=8)
     for key in ("vllm", "trtllm"):
+        drafting = ENGINES[key].drafting
+        best = best_draft_lengths(ms, "d", sorted(sizes), k_max=8, drafting=drafting)
         em = serving.emission(ms, key, sizes, k_max=8)
         if em.plan.method == serving.NONE:
-            assert all(c.k == 0 for c in best)
+            if key == "vllm":  # a draft model's K = 0 is priced below AR: the mean decides
+                assert np.mean([c.ratio for c in best]) <= 1.0
+                assert all((c.k, c.ratio) == (0, 1.0) for c in em.plan.by_batch)
+            else:
+                assert all(c.k == 0 for c in best)
             continue
         assert tuple(em.plan.best_ranges) == tuple(schedule(best))
         if em.plan.ranges is None:  # one k for every size: the best mean, checked by brute force
@@ -174,7 +202,10 @@ def test_the_schedule_by_batch_size_is_ewif_batch_as_the_engine_reads_it(
                     spec["draft_len_schedule"][min(spec["draft_len_schedule"])]
                     == spec["max_draft_len"]
                 )
-        assert em.plan.ewif == ms.to_cascade(["t", "d"], [[em.plan.k]]).ewif()
+        if key == "vllm":
+            assert em.plan.ewif == batch_ratio(ms, "d", em.plan.k, 1, drafting="vllm")
+        else:
+            assert em.plan.ewif == ms.to_cascade(["t", "d"], [[em.plan.k]]).ewif()
 
 
 def test_llama_cpp_is_priced_with_its_drafter_reevaluating_the_targets_batch():

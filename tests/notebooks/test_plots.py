@@ -280,7 +280,8 @@ def test_csd_plot_decay_with_measured_points(capsys, tmp_path, results_file, mod
                                              measured):
     source = results_file if measured == "results" else model_set_file
     out = tmp_path / "decay.svg"
-    rc, stdout, err = csd(capsys, "plot", "decay", "--trials", "20000", "--seed", "3",
+    preset = ["--preset", "flan-t5-ms"] if measured == "results" else []  # the run keeps none
+    rc, stdout, err = csd(capsys, "plot", "decay", "--trials", "20000", "--seed", "3", *preset,
                           "--measured", str(source), "-o", str(out), "--json")
     assert rc == 0, err
     data = json.loads(stdout)
@@ -342,8 +343,10 @@ def test_landscape_axes_name_the_models():
     from ewif.plotting.landscape import budget_label
 
     models = ("flan-t5-xxl", "flan-t5-base", "flan-t5-small", "mag")
-    assert budget_label(models, 1, 2) == "k_12: tokens of flan-t5-small per review by flan-t5-xxl"
-    assert budget_label(models, 2, 3) == "k_23: tokens of mag per review by flan-t5-base"
+    assert budget_label(models, 1, 2) == (
+        "$k_{12}$: tokens of flan-t5-small\nper review by flan-t5-xxl"
+    )
+    assert budget_label(models, 2, 3) == "$k_{23}$: tokens of mag\nper review by flan-t5-base"
 
 
 def _pixels_under_legend(fig) -> np.ndarray:

