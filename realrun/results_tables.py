@@ -208,7 +208,7 @@ def recommendation(results: Results, meta: RunMetadata) -> list[str]:
     ]
 
 
-def peers(results: Results, meta: RunMetadata) -> list[str]:
+def peer_schedules(results: Results, meta: RunMetadata) -> list[str]:
     """Whether a peer measured faster than our fastest sd/csd method, and whether a dynamic
     draft length (transformers' schedules) beats our fixed k on this run's traces at our
     costs (:func:`realrun.peers.peer_comparison`)."""
@@ -394,7 +394,7 @@ SECTIONS: tuple[Section, ...] = (
     wall_time,
     median_error,
     recommendation,
-    peers,
+    peer_schedules,
     differing_outputs,
     categories,
     interrupted,
