@@ -14,6 +14,7 @@ from ewif.files.run_metadata import RunMetadata, WallSplit
 from ewif.search import explain
 from ewif.search.mix import alpha_by_category_table
 from realrun.categories import differing_lines, outputs_differing_by_category
+from realrun.peers import peer_comparison
 
 Section = Callable[[Results, RunMetadata], list[str]]
 
@@ -207,6 +208,30 @@ def recommendation(results: Results, meta: RunMetadata) -> list[str]:
     ]
 
 
+def peer_schedules(results: Results, meta: RunMetadata) -> list[str]:
+    """Whether a peer measured faster than our fastest sd/csd method, and whether a dynamic
+    draft length (transformers' schedules) beats our fixed k on this run's traces at our
+    costs (:func:`realrun.peers.peer_comparison`)."""
+    out = peer_comparison(results)
+    if out is None:
+        return []
+    verb = "beat" if out["peer_won"] else "did not beat"
+    rows = [
+        f"peer: {out['peer']} ({out['peer_speedup']:.3f}x) {verb} our fastest speculative "
+        f"method, {out['ours']} ({out['ours_speedup']:.3f}x)"
+    ]
+    prices = out.get("schedules_at_our_costs")
+    if prices:
+        fixed = next(name for name in prices if name.startswith("fixed"))
+        best = max(prices, key=prices.__getitem__)
+        priced = ", ".join(f"{name} {value:.3f}x" for name, value in prices.items())
+        rows.append(
+            "  its draft schedules replayed on our traces at our costs: "
+            f"{priced}; {'none beats' if best == fixed else best + ' beats'} our {fixed}"
+        )
+    return rows
+
+
 def differing_outputs(results: Results, meta: RunMetadata) -> list[str]:
     """How many prompts' outputs differ from AR's, per method, and where each first did."""
     rows = []
@@ -369,6 +394,7 @@ SECTIONS: tuple[Section, ...] = (
     wall_time,
     median_error,
     recommendation,
+    peer_schedules,
     differing_outputs,
     categories,
     interrupted,
