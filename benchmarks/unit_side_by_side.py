@@ -179,9 +179,12 @@ def predictions(results, sets: dict[str, ModelSet], contexts: list[int]) -> dict
         now = sets[UNITS[1]]
         if now.context_cost is not None:
             prompts = [(L + n / 2, n) for L, n in zip(contexts, lengths, strict=True) if n]
-            row["as the run decodes, c(m, L)"] = workload_speedup(
-                now, c["models"], c["K"], c["lenience"], prompts
-            )
+            try:
+                row["as the run decodes, c(m, L)"] = workload_speedup(
+                    now, c["models"], c["K"], c["lenience"], prompts
+                )
+            except ValueError as e:  # a length the fit does not admit: recorded, not fatal
+                row["c(m, L) refused"] = str(e)
         out[m.name] = row
     return out
 

@@ -5,8 +5,13 @@ the cascade runs:
 
 * ``autoregressive`` — ``model.generate`` (the AR reference of every speed-up);
 * ``assisted`` — ``generate(assistant_model=drafter)``, transformers' speculative decoding
-  with its default schedule (20 draft tokens at the start, adapted heuristically, and a
-  confidence threshold on the assistant);
+  with its defaults (transformers 5.x): at most 20 draft tokens a step under the
+  ``"constant"`` schedule, cut after the first drafted token whose probability under the
+  assistant is below 0.4 (``assistant_confidence_threshold``), so the draft length adapts by
+  the threshold alone; ``generation={"num_assistant_tokens_schedule": "heuristic",
+  "num_assistant_tokens": 5}`` gives the earlier default, the +2/−1 schedule (+2 after a
+  step whose drafted tokens were all accepted, else −1, never below 1); both are replayed at
+  our costs in :mod:`simulate.dynamic_draft`;
 * ``prompt lookup`` — ``generate(prompt_lookup_num_tokens=k)``, n-gram matching against the
   prompt (transformers' default n-gram size).
 

@@ -401,8 +401,8 @@ def measure_numerics(
     mag: bool,
     bigram: str | None,
     device: str,
-    dtype: str,
-    threads: int | str,
+    dtype: str | Sequence[str],
+    threads: int | str | Sequence[int],
     max_new_tokens: int,
     leniences: Sequence[float],
     decoding: Decoding,
@@ -421,8 +421,9 @@ def measure_numerics(
     backend: str = "transformers",
 ) -> Measured:
     """Measure the family on the measuring split, choosing dtype and threads when ``"auto"``
-    on a CPU by the staged search of the module docstring (``batch_invariance``: the rule,
-    ``strict`` or ``near-ties``, :mod:`realrun.invariance`); returns the family loaded in the
+    (or given as lists of candidates) on a CPU by the staged search of the module docstring
+    (``batch_invariance``: the rule, ``strict`` or ``near-ties``,
+    :mod:`realrun.invariance`); returns the family loaded in the
     chosen numerics with its model set (α measured in those numerics)."""
     given = locals()
     settings = search_settings(**{name: given[name] for name in _SETTINGS_ARGUMENTS})
@@ -449,8 +450,8 @@ def measure_numerics(
 def search_settings(
     *,
     device: str,
-    dtype: str,
-    threads: int | str,
+    dtype: str | Sequence[str],
+    threads: int | str | Sequence[int],
     backend: str,
     batch_invariance: str,
     k_max: int,
@@ -459,20 +460,29 @@ def search_settings(
     **given,
 ) -> SearchSettings:
     """The candidates (``"auto"``: every CPU dtype on transformers, every thread count
-    ``cores..1`` on a CPU) and the rest of the arguments of :func:`measure_numerics`,
-    checked, as :class:`SearchSettings` (``max_m`` None: ``2·k_max``)."""
+    ``cores..1`` on a CPU; a list or tuple of CPU dtypes or of thread counts: those, e.g. a
+    reduced set both searches of ``benchmarks/numerics_search.py`` cover) and the rest of
+    the arguments of :func:`measure_numerics`, checked, as :class:`SearchSettings`
+    (``max_m`` None: ``2·k_max``)."""
     if batch_invariance not in RULES:
         raise ValueError(
             f"batch_invariance must be one of {', '.join(RULES)}, got {batch_invariance!r}"
         )
     given.update(rule=batch_invariance, k_max=k_max, leniences=tuple(leniences))
     given["max_m"] = 2 * k_max if max_m is None else max_m
+    screen = min(given.pop("screen_repeats"), given["repeats"])
     on_cpu = backend == "llama.cpp" or select_device(device).type == "cpu"
     if threads == "auto":
         cores = os.cpu_count() or 1
         counts = tuple(range(cores, 0, -1)) if on_cpu else (torch.get_num_threads(),)
+    elif isinstance(threads, (list, tuple)):
+        counts = tuple(validate.count("threads", t, minimum=1) for t in threads)
     else:
         counts = (validate.count("threads", threads, minimum=1),)
+    if isinstance(dtype, (list, tuple)):
+        bad = [d for d in dtype if d not in CPU_DTYPES]
+        if bad or not dtype:
+            raise ValueError(f"dtype candidates must be some of {CPU_DTYPES}, got {list(dtype)!r}")
+        return SearchSettings(tuple(dtype), counts, screen_repeats=screen, **given)
     auto = dtype == "auto" and on_cpu and backend == "transformers"
-    screen = min(given.pop("screen_repeats"), given["repeats"])
     return SearchSettings(CPU_DTYPES if auto else (dtype,), counts, screen_repeats=screen, **given)

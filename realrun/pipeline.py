@@ -345,7 +345,7 @@ def timing_diagnostics(results: Results, model_set: ModelSet) -> dict[str, dict]
         try:
             moved = timing_at(model_set, length)
         except ValueError as exc:  # a context the fit does not admit: one curve, as before
-            moved, out["run_context_unpriced"] = None, str(exc)
+            moved, out["run_context_refused"] = None, str(exc)
         if moved is not None:
             (timing, timed_ar_s), out["run_context_tokens"] = moved, length
     out["timing_agreement"] = timing_agreement(

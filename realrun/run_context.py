@@ -38,10 +38,15 @@ def run_context(prompt_tokens: Sequence[int], generated: Sequence[int]) -> float
 def timing_at(model_set: ModelSet, length: float) -> tuple[dict, float] | None:
     """``(metadata.timing moved to context length, seconds per autoregressive token there)``
     of ``model_set`` (its ``context_cost`` in seconds: slopes × the unit); None without a
-    ``context_cost`` or a timed unit."""
+    ``context_cost`` or a timed unit, or where the fit prices an AR token at or below 0
+    (a length far outside the measured contexts)."""
     cc = model_set.context_cost
     unit = model_set.metadata.get("ar_seconds_per_token")
     if cc is None or not unit:
+        return None
+    try:
+        at = cc.unit_at(length)
+    except ValueError:
         return None
     shift = float(length) - cc.tokens
     moved = {}
@@ -53,17 +58,17 @@ def timing_at(model_set: ModelSet, length: float) -> tuple[dict, float] | None:
         per_m = np.interp(grid["m"], np.arange(1, slope.size + 1), slope)
         seconds = np.asarray(grid["seconds"]) + shift * per_m * unit
         moved[name] = {**grid, "seconds": seconds.tolist()}
-    return moved, unit * cc.unit_at(length)
+    return moved, unit * at
 
 
 def context_predictions(
     results: Results, model_set: ModelSet, prompt_tokens: Sequence[int]
 ) -> dict[str, dict]:
     """Per sd/csd chain method: the speed-up predicted at each held-out prompt's own context
-    (``point``) and ``|point/measured − 1|``; empty without a ``context_cost``. A method whose
-    prompts reach contexts the fit does not admit (an AR token priced at ≤ 0 when extrapolated
-    far beyond the measuring contexts) gets ``point`` None and the reason (``unpriced``), so a
-    finished run is never lost to it; token trees are priced at one curve only."""
+    (``point``) and ``|point/measured − 1|``; empty without a ``context_cost``. Where a
+    prompt's length is outside what the fit admits (an AR token priced at or below 0), the
+    method's ``point`` and ``error`` are None and ``refused`` says why: a finished run is
+    never lost to an extrapolation. Token trees are priced at one curve only."""
     if model_set.context_cost is None:
         return {}
     out: dict[str, dict] = {}
@@ -75,8 +80,8 @@ def context_predictions(
         c = m.config
         try:
             point = workload_speedup(model_set, c["models"], c["K"], c["lenience"], prompts)
-        except ValueError as exc:
-            out[m.name] = {"point": None, "error": None, "unpriced": str(exc)}
+        except ValueError as e:
+            out[m.name] = {"point": None, "error": None, "refused": str(e)}
             continue
         out[m.name] = {"point": point, "error": abs(point / m.speedup - 1.0)}
     return out

@@ -101,6 +101,7 @@ def test_the_report_shows_alpha_per_category_and_differences_by_category():
 
 def test_peer_comparison_names_the_fastest_peer_and_prices_its_schedules_at_our_costs():
     from realrun.peers import peer_comparison
+    from realrun.results_tables import format_results
 
     run = results_io.load(DATA / "cpu_results_qwen.json")
     out = peer_comparison(run)
@@ -123,5 +124,11 @@ def test_peer_comparison_names_the_fastest_peer_and_prices_its_schedules_at_our_
         ],
     )
     assert peer_comparison(won)["peer_won"] is True
+    line = "peer: HF assisted qwen-0.5b (0.666x) did not beat our fastest speculative method"
+    assert line in format_results(run)
+    report = format_results(won).splitlines()
+    won_line = "peer: HF assisted qwen-0.5b (2.000x) beat our fastest"
+    assert any(r.startswith(won_line) for r in report)
+    assert any("none beats our fixed k=1" in r for r in report)
     only_ours = replace(run, methods=[m for m in run.methods if not m.kind.startswith("hf-")])
     assert peer_comparison(only_ours) is None

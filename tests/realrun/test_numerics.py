@@ -85,7 +85,7 @@ def _bfloat16_flips(monkeypatch):
     monkeypatch.setattr(numerics, "batch_invariance", flipped)
 
 
-def _search(tiny_model_dirs, prompt_file, threads="auto", **options):
+def _search(tiny_model_dirs, prompt_file, threads="auto", dtype="auto", **options):
     measuring, _ = split_prompts(str(prompt_file), 2, None)
     return measure_numerics(
         [str(tiny_model_dirs["target"]), str(tiny_model_dirs["near"])],
@@ -93,7 +93,7 @@ def _search(tiny_model_dirs, prompt_file, threads="auto", **options):
         mag=True,
         bigram=None,
         device="cpu",
-        dtype="auto",
+        dtype=dtype,
         threads=threads,
         max_new_tokens=6,
         leniences=(1.0,),
@@ -232,3 +232,38 @@ def test_trial_scores_autoregressive_throughput_when_nothing_wins():
     assert trial.eligible and trial.to_dict()["predicted_tokens_per_s"] == pytest.approx(2.0)
     bound = NumericsTrial("float16", 2, 0.5, "bound", 3.0).to_dict()
     assert bound["upper_bound_tokens_per_s"] == 3.0 and "eligible" not in bound
+
+
+def test_a_reduced_candidate_set_is_searched_exhaustively(tiny_model_dirs, prompt_file):
+    measuring, _ = split_prompts(str(prompt_file), 2, None)
+    measured = measure_numerics(
+        [str(tiny_model_dirs["target"])],
+        measuring,
+        mag=True,
+        bigram=None,
+        device="cpu",
+        dtype=("float32", "bfloat16"),
+        threads=(1,),
+        max_new_tokens=5,
+        leniences=(1.0,),
+        decoding=Decoding(),
+        k_max=2,
+        max_m=3,
+        repeats=2,
+        warmup=0,
+        screen_repeats=1,
+        exhaustive=True,
+        progress=False,
+    )
+    trials = measured.trials
+    assert sorted((t.dtype, t.threads) for t in trials) == [("bfloat16", 1), ("float32", 1)]
+    assert all(t.stage == "confirmed" and t.invariance is not None for t in trials)
+    assert sum(t.excluded_by is None for t in trials) == 1
+
+
+@pytest.mark.parametrize(
+    ("dtype", "threads"), [(("float32", "float8"), "auto"), ((), "auto"), ("auto", (1, 0))]
+)
+def test_bad_candidate_sets_are_refused(tiny_model_dirs, prompt_file, dtype, threads):
+    with pytest.raises(ValueError, match=r"dtype candidates|threads"):
+        _search(tiny_model_dirs, prompt_file, threads=threads, dtype=dtype)

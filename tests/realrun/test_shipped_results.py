@@ -131,7 +131,7 @@ def test_tree_runs_are_complete_and_lossless(path):
 def test_context_predictions_skip_trees_and_survive_a_bad_fit(path):
     """Context predictions are the current code's (chains only: a tree is priced at one
     curve), and a context fit that prices an AR token at <= 0 somewhere on the held-out
-    prompts leaves those methods unpriced, with the reason, instead of losing the run."""
+    prompts leaves those methods refused, with the reason, instead of losing the run."""
     run = results_io.load(path)
     model_set = ModelSet.from_dict(run.metadata["model_set"], str(path))
     tokens = run.metadata["held_out_context_tokens"]
@@ -142,4 +142,4 @@ def test_context_predictions_skip_trees_and_survive_a_bad_fit(path):
         return
     steep = replace(model_set.context_cost, ar_slope=1.0, ar_tokens=max(tokens) + 10.0)
     bad = context_predictions(run, replace(model_set, context_cost=steep), tokens)
-    assert bad and all(v["point"] is None and "outside" in v["unpriced"] for v in bad.values())
+    assert bad and all(v["point"] is None and "outside" in v["refused"] for v in bad.values())

@@ -184,3 +184,28 @@ def test_a_drift_the_new_unit_cancels_and_the_old_one_does_not(machine):
     assert all(0.13 < g < 0.17 for g in gaps(priced, "error"))
     assert run_ar / ar_at_run == pytest.approx(1.15, rel=0.015)  # the unit moved with the drift
     assert abs(run_ar / old_unit / 1.15 - 1) > 0.05  # the old one moved more
+
+
+def test_a_length_the_fit_does_not_admit_is_refused_not_fatal():
+    """Far outside the measured contexts a fitted AR slope below 0 prices an AR token at or
+    below 0: the run's c(m, L) figures are left out with the reason, the run is kept."""
+    from dataclasses import replace
+    from pathlib import Path
+
+    from ewif.files import results as results_io
+    from ewif.files.context_cost import ContextCost
+    from realrun.run_context import context_predictions
+
+    run = results_io.load(Path(__file__).parents[2] / "realrun/data/cpu_results_smollm2.json")
+    shipped = ModelSet.from_dict(run.metadata["model_set"], "run")
+    slopes = tuple(np.zeros(1) for _ in shipped.models)
+    cost = ContextCost(120.0, 120.0, -0.006, slopes, (60.0, 190.0))
+    model_set = replace(shipped, context_cost=cost)
+    assert timing_at(model_set, 150) is not None
+    assert timing_at(model_set, 800) is None  # 1 + 680 · (−0.006) < 0
+    n = run.prompts
+    short = context_predictions(run, model_set, [150] * n)
+    far = context_predictions(run, model_set, [800] * n)
+    assert short and all(v["point"] > 0 for v in short.values())
+    assert set(far) == set(short)
+    assert all(v["point"] is None and "admits" in v["refused"] for v in far.values())
