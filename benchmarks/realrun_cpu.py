@@ -26,6 +26,22 @@ Usage::
     python benchmarks/realrun_cpu.py --family qwen --backend llama.cpp --tag llamacpp
     python benchmarks/realrun_cpu.py --family qwen --measure-prompts 16 --limit 12 \\
         --held-out-categories rag,edit          # two categories the measurement never sees
+    python benchmarks/realrun_cpu.py --family smollm2 --trees --tag trees
+
+``--trees`` adds the token-tree search's methods (the recommended configuration, the best
+tree even when not recommended, the best chain; :mod:`realrun.tree_methods`).
+
+The shipped token-tree runs (``realrun/data/trees_*.json``; issue 33 items 6-8 and issue 36
+item 7: ten task categories, ``rag`` and ``edit`` never measured), each under
+``/work/tools/cpu-exclusive``::
+
+    T="--trees --measure-prompts 8 --limit 10 --held-out-categories rag,edit --out realrun/data"
+    python benchmarks/realrun_cpu.py --family smollm2 $T --name trees_smollm2_transformers.json
+    python benchmarks/realrun_cpu.py --family smollm2 $T --backend llama.cpp \\
+        --name trees_smollm2_llamacpp.json
+    python benchmarks/realrun_cpu.py --family qwen $T --backend llama.cpp \\
+        --name trees_qwen_llamacpp.json
+    python benchmarks/realrun_cpu.py --family qwen $T --name trees_qwen_transformers.json
 """
 
 from __future__ import annotations
@@ -84,7 +100,17 @@ def main(argv: list[str] | None = None) -> int:
         default="transformers",
         help="llama.cpp runs the GGUF files as stored (default: transformers, converted)",
     )
+    p.add_argument(
+        "--trees",
+        action="store_true",
+        help="also run the token-tree search's recommendation, best tree and best chain",
+    )
     p.add_argument("--tag", default="", help="suffix of the results file name")
+    p.add_argument(
+        "--name",
+        default="",
+        help="the results file's name under --out (default cpu_results_FAMILY[_TAG].json)",
+    )
     p.add_argument("--out", type=Path, default=Path("out"))
     args = p.parse_args(argv)
     family, keys = FAMILIES[args.family]
@@ -107,6 +133,7 @@ def main(argv: list[str] | None = None) -> int:
         k_max=args.k_max,
         family_label=family,
         backend=args.backend,
+        trees=args.trees,
         held_out_categories=[c for c in args.held_out_categories.split(",") if c],
     )
     res = replace(
@@ -120,7 +147,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     args.out.mkdir(parents=True, exist_ok=True)
     tag = f"_{args.tag}" if args.tag else ""
-    path = results_io.save(res, args.out / f"cpu_results_{args.family}{tag}.json")
+    name = args.name or f"cpu_results_{args.family}{tag}.json"
+    path = results_io.save(res, args.out / name)
     print(format_results(res))
     print(json.dumps({"results": str(path), "total_s": round(res.metadata["total_seconds"], 1)}))
     return 0

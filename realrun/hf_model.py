@@ -18,6 +18,14 @@ product — it multiplies batch-wise and copies the LM head's weight on every ca
 0.5B on an AMX Xeon: a catch-up pass of 2 positions with 1 row took 657 ms against 82 ms
 for all rows; index tensors gather the rows into a fresh tensor, 86 ms).
 
+Token trees (:meth:`~realrun.cached_model.CachedTokenModel.tree_logits`, the plan of
+:mod:`realrun.tree_pass`): one forward pass with a 4D attention mask ``(1, 1, fed,
+cached + fed)`` — boolean for SDPA, additive (0 or the dtype's minimum) for eager attention;
+flash attention takes no arbitrary mask and is refused — and position ids by depth. The
+``DynamicCache`` then holds every node; the next call keeps the accepted path by selecting
+its slots in every layer (``_keep_path``: the path's keys and values moved up behind the
+prefix, in place, and the rest cut off), so nothing is fed twice.
+
 Row ``i`` of the result is the next-token score vector after ``tokens[:len-n+1+i]``;
 causal attention makes it equal, up to floating-point summation order, to a pass over
 ``tokens`` from scratch (tested). Counters: ``passes`` (forward passes), ``tokens_fed``
@@ -33,10 +41,15 @@ import inspect
 import numpy as np
 import torch
 from transformers import DynamicCache, PreTrainedModel
+from transformers.cache_utils import DynamicLayer
 
 from realrun.cached_model import CachedTokenModel
 from realrun.counters import TimingHook
+from realrun.tree_pass import PendingTree, TreePass
 from simulate.decoder.interface import common_prefix
+
+#: Attention implementations that take an arbitrary 4D mask (a tree's).
+TREE_ATTENTION = ("sdpa", "eager")
 
 
 class HFTokenModel(CachedTokenModel):
@@ -75,6 +88,59 @@ class HFTokenModel(CachedTokenModel):
 
     def _drop_cache(self) -> None:
         self._cache = None
+
+    @property
+    def attention(self) -> str:
+        """The model's attention implementation (``"sdpa"``, ``"eager"``, …)."""
+        return str(getattr(self.model.config, "_attn_implementation", None) or "eager")
+
+    def _forward_tree(self, plan: TreePass) -> np.ndarray:
+        if self.attention not in TREE_ATTENTION:
+            raise ValueError(
+                f"model {self.name!r} uses {self.attention!r} attention, which takes no tree "
+                f"mask; load it with attn_implementation in {TREE_ATTENTION}"
+            )
+        fed = plan.fed
+        dtype = self.model.get_output_embeddings().weight.dtype
+        allowed = torch.from_numpy(plan.attend()).to(self._device)[None, None]
+        if self.attention == "sdpa":
+            mask = allowed
+        else:
+            mask = torch.zeros(allowed.shape, dtype=dtype, device=self._device)
+            mask.masked_fill_(~allowed, torch.finfo(dtype).min)
+        if self._cache is None:
+            self._cache = DynamicCache(config=self.model.config)
+        with torch.inference_mode():
+            kwargs = {self._cache_kw: self._cache, "use_cache": True, "attention_mask": mask}
+            n = plan.rows
+            if self._keep_kw == "logits_to_keep" and n < len(fed):
+                kwargs[self._keep_kw] = torch.arange(len(fed) - n, len(fed), device=self._device)
+            elif self._keep_kw is not None:
+                kwargs[self._keep_kw] = n
+            out = self.model(
+                input_ids=torch.tensor([fed], dtype=torch.long, device=self._device),
+                position_ids=torch.tensor([plan.positions()], device=self._device),
+                **kwargs,
+            )
+            return out.logits[0, -n:, :].float().cpu().numpy()
+
+    def _keep_path(self, tree: PendingTree, path: list[int]) -> bool:
+        """Every layer's keys and values: the base's, then the path's slots (module
+        docstring); False for a cache with other layers (e.g. a sliding window)."""
+        cache, base = self._cache, len(tree.base)
+        if cache is None or not all(type(layer) is DynamicLayer for layer in cache.layers):
+            return False
+        end = base + len(path)
+        slots = torch.tensor([base + v for v in path], dtype=torch.long, device=self._device)
+        with torch.inference_mode():  # the cache's tensors are inference tensors
+            for layer in cache.layers:
+                if layer.is_initialized:
+                    for name in ("keys", "values"):
+                        x = getattr(layer, name)
+                        if path:  # the path's slots moved up behind the base, in place
+                            x[..., base:end, :] = x.index_select(-2, slots)
+                        setattr(layer, name, x[..., :end, :])
+        return cache.get_seq_length() == end
 
     def _rollback(self, ids: list[int], limit: int) -> int:
         """Keep the cache of the longest common prefix (at most ``limit``); return its length."""

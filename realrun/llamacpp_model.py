@@ -15,6 +15,19 @@ keys/values of ``cached`` (the tokens last fed):
 3. one ``llama_decode`` of a batch holding ``tokens[p:]`` at positions ``p..``, logits
    requested for the last ``n`` only; those ``n x V`` float32 scores are copied out.
 
+Token trees (:meth:`~realrun.cached_model.CachedTokenModel.tree_logits`, the plan of
+:mod:`realrun.tree_pass`): one ``llama_decode`` of a batch whose tokens carry **one sequence
+id per root-to-leaf path** — a node belongs to the sequences of the leaves below it, the
+tail to all — at positions by depth, so llama.cpp's own mask (a cell is seen by a token
+when it shares the token's first sequence and sits at a position not after it) is tree
+attention. A new path takes its parent's sequence when that one ends at the parent, else a
+fresh id whose cached part is copied first (``llama_memory_seq_cp``: the prefix, and the
+cached nodes above it when a drafter grows its tree level by level); the KV cache is
+unified (``kv_unified``), so a copy only adds a sequence id to cells. The next call keeps
+the accepted path (``_keep_path``): the sequence of a leaf below the path's end is cut
+after it (``llama_memory_seq_rm``), every other cell dropped (``llama_memory_seq_keep``)
+and the sequence renamed 0. ``tree_sequences`` bounds the leaves of one tree.
+
 The weights are the GGUF's own (any quantization llama.cpp reads); the KV cache has
 llama.cpp's default type (float16), as ``llama-cli`` runs it. On a CPU with AMX, a
 llama.cpp built for it (``GGML_NATIVE``) repacks quantized weights into its AMX buffer type,
@@ -47,6 +60,7 @@ import numpy as np
 from ewif.base import validate
 from realrun.cached_model import CachedTokenModel
 from realrun.counters import TimingHook
+from realrun.tree_pass import PendingTree, TreePass, depths, path_to
 from realrun.vocabulary import check_gguf_vocabularies
 from simulate.decoder.interface import common_prefix
 
@@ -98,7 +112,8 @@ class LlamaCppTokenModel(CachedTokenModel):
     ``n_ctx``: positions the KV cache holds (longest ``tokens``); ``max_outputs``: the most
     logit rows one call may return (``n``; llama.cpp reserves ``max_outputs x V`` floats);
     ``n_threads``/``n_threads_batch``: llama.cpp's threads for one-token and batched
-    decodes (default: all cores).
+    decodes (default: all cores); ``tree_sequences``: the most leaves of a verified tree
+    (sequence ids of the unified KV cache).
     """
 
     def __init__(
@@ -111,6 +126,7 @@ class LlamaCppTokenModel(CachedTokenModel):
         n_threads: int | None = None,
         n_threads_batch: int | None = None,
         timing_hook: TimingHook | None = None,
+        tree_sequences: int = 64,
     ) -> None:
         path = Path(path).expanduser()
         if not path.is_file():
@@ -119,6 +135,7 @@ class LlamaCppTokenModel(CachedTokenModel):
             raise ValueError(f"name must be a non-empty string, got {name!r}")
         self.n_ctx = validate.count("n_ctx", n_ctx, minimum=1)
         self.max_outputs = validate.count("max_outputs", max_outputs, minimum=1)
+        self.tree_sequences = validate.count("tree_sequences", tree_sequences, minimum=1)
         threads = (
             (os.cpu_count() or 1)
             if n_threads is None
@@ -151,7 +168,11 @@ class LlamaCppTokenModel(CachedTokenModel):
         cparams = lib.llama_context_default_params()
         cparams.n_ctx = self.n_ctx
         cparams.n_batch = self.n_ctx  # any pass fits one llama_decode
-        cparams.n_seq_max = 1
+        # llama.cpp reserves a batch of one output token per sequence: no more sequences than
+        # the context's positions and outputs (it aborts otherwise)
+        self.tree_sequences = min(self.tree_sequences, self.n_ctx, self.max_outputs)
+        cparams.n_seq_max = self.tree_sequences
+        cparams.kv_unified = True  # a sequence copy only tags cells (module docstring)
         cparams.n_outputs_max = min(self.max_outputs, self.n_ctx)
         cparams.n_threads = threads
         cparams.n_threads_batch = batch_threads
@@ -165,7 +186,8 @@ class LlamaCppTokenModel(CachedTokenModel):
             )
         self._ctx = ctx
         self._memory = lib.llama_get_memory(ctx)
-        self._batch = lib.llama_batch_init(self.n_ctx, 0, 1)
+        self._batch = lib.llama_batch_init(self.n_ctx, 0, self.tree_sequences)
+        self._node_seqs: list[list[int]] = []  # the sequences through each cached tree node
         self.n_threads, self.n_threads_batch = threads, batch_threads
         CachedTokenModel.__init__(self, timing_hook)
 
@@ -237,17 +259,53 @@ class LlamaCppTokenModel(CachedTokenModel):
             return 0
         return keep
 
-    def _decode(self, fed: list[int], start: int, n: int) -> None:
-        """One ``llama_decode`` of ``fed`` at positions ``start..``; logits for the last n."""
+    def _forward_tree(self, plan: TreePass) -> np.ndarray:
+        copies, seqs, self._node_seqs = path_sequences(plan, self._node_seqs, self.tree_sequences)
+        for src, dst, end in copies:
+            self._lib.llama_memory_seq_cp(self._memory, src, dst, 0, end)
+        self._decode(plan.fed, plan.positions(), plan.rows, seqs)
+        rows = np.ctypeslib.as_array(
+            self._lib.llama_get_logits(self._ctx), shape=(plan.rows, self.vocab_size)
+        )
+        return np.array(rows, dtype=np.float32)
+
+    def _keep_path(self, tree: PendingTree, path: list[int]) -> bool:
+        """The sequence of a leaf below the path's end, cut after it; every other cell
+        dropped; that sequence renamed 0 (module docstring)."""
+        lib, mem = self._lib, self._memory
+        s = self._node_seqs[path[-1]][0] if path else 0
+        end = tree.position(path[-1]) + 1 if path else len(tree.base)
+        self._node_seqs = []
+        if not lib.llama_memory_seq_rm(mem, s, end, -1):
+            return False
+        lib.llama_memory_seq_keep(mem, s)
+        if s != 0:
+            lib.llama_memory_seq_cp(mem, s, 0, -1, -1)
+            lib.llama_memory_seq_rm(mem, s, -1, -1)
+        return True
+
+    def _decode(
+        self,
+        fed: list[int],
+        start: int | list[int],
+        n: int,
+        seqs: list[list[int]] | None = None,
+    ) -> None:
+        """One ``llama_decode`` of ``fed`` at positions ``start..`` (or the positions
+        ``start``, one per token), in sequence 0 (or the sequences ``seqs[i]`` of each
+        token); logits for the last n."""
         batch = self._batch
         m = len(fed)
         batch.n_tokens = m
         first_out = m - n
-        for i, t in enumerate(fed):
+        positions = range(start, start + m) if isinstance(start, int) else start
+        for i, (t, pos) in enumerate(zip(fed, positions, strict=True)):
             batch.token[i] = t
-            batch.pos[i] = start + i
-            batch.n_seq_id[i] = 1
-            batch.seq_id[i][0] = 0
+            batch.pos[i] = pos
+            ids = (0,) if seqs is None else seqs[i]
+            batch.n_seq_id[i] = len(ids)
+            for k, s in enumerate(ids):
+                batch.seq_id[i][k] = s
             batch.logits[i] = i >= first_out
         code = self._lib.llama_decode(self._ctx, batch)
         if code != 0:
@@ -255,6 +313,49 @@ class LlamaCppTokenModel(CachedTokenModel):
             raise RuntimeError(
                 f"llama_decode of {m} positions failed for model {self.name!r} (code {code})"
             )
+
+
+def path_sequences(
+    plan: TreePass, cached: list[list[int]], limit: int
+) -> tuple[list[tuple[int, int, int]], list[list[int]], list[list[int]]]:
+    """Sequence ids for a tree pass (module docstring): ``(copies, fed, nodes)`` —
+    ``copies[k] = (src, dst, end)``: copy sequence ``src``'s cells at positions ``< end`` to
+    ``dst`` before the decode; ``fed[i]``: the sequences of the ``i``-th fed token (its own
+    path's first); ``nodes[v]``: the sequences through every node afterwards. ``cached``: the
+    sequences through the ``plan.old`` cached nodes; at most ``limit`` sequences."""
+    nodes = [list(x) for x in cached[: plan.old]] + [[] for _ in plan.tokens[plan.old :]]
+    tail: list[int] = [0]
+    used = {0, *(s for x in nodes for s in x)}
+    has_child = {p for p in plan.parents[: plan.old]}
+    free = {v: nodes[v][0] for v in range(plan.old) if v not in has_child}
+    if plan.old == 0:
+        free[-1] = 0  # sequence 0 ends at the root: the prefix (and the tail)
+    position = [plan.base + d - 1 for d in depths(plan.parents)]
+    copies = []
+    for c in range(plan.old, len(plan.tokens)):
+        v = plan.parents[c]
+        s = free.pop(v, None)
+        if s is None:
+            s = next((x for x in range(limit) if x not in used), None)
+            if s is None:
+                raise ValueError(
+                    f"the tree has more leaves than tree_sequences={limit} sequence ids"
+                )
+            used.add(s)
+            above = path_to(plan.parents, v)[::-1] if v >= 0 else []
+            cached_above = next((a for a in above if a < plan.old), None)
+            for a in above:
+                nodes[a].append(s)
+            if cached_above is not None:
+                copies.append((nodes[cached_above][0], s, position[cached_above] + 1))
+            else:
+                tail.append(s)
+                if plan.start:
+                    copies.append((0, s, plan.start))
+        nodes[c].insert(0, s)
+        free[c] = s
+    fed = [tail] * len(plan.tail) + nodes[plan.old :]
+    return copies, fed, nodes
 
 
 def gguf_tokenizer(path: str | Path):

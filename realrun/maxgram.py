@@ -20,6 +20,16 @@ continuation ``s[e + 1]``.
 match is continued past its end by re-matching and then falls back to the bigram.
 ``last_sources`` labels each proposal ``"prompt"``, ``"generated"`` or ``"bigram"``.
 
+Ranked candidates (token trees, :class:`simulate.decoder.tree_interface.RankedProposer`).
+``candidates(tokens, P, count)`` returns up to ``count`` distinct continuations, best first:
+the step's own proposal (so rank 1 is ``propose(tokens, P, 1)``), then the continuations of
+every other occurrence of length ``>= min_match`` — prompt (``e <= P − 2``, length
+``lcs(e)``) and generated (``P <= e <= L − 2``, length ``min(lcs(e), e − P + 1)``) alike —
+longest first, ties by the occurrence rule (``earliest``: smaller ``e`` first), then the
+bigram fallback ``bigram(s[L − 1])``. ``last_sources`` labels them as ``propose`` does. It
+scans every end position (one vectorised comparison per matched length): O(L·m) for a
+longest match ``m``, a lookup per tree node.
+
 Cost. The prompt part is a suffix automaton of ``prompt[: P - 1]`` built once per prompt
 in O(P); each state keeps the earliest and latest end position of its strings. The
 streaming match state (automaton state, match length) after every prefix of ``s`` is
@@ -175,6 +185,49 @@ class MaxGram:
             self._append(token)
         self.last_sources = sources
         return proposals
+
+    def candidates(self, tokens: Sequence[int], prompt_length: int, count: int) -> list[int]:
+        """Up to ``count`` distinct continuations of ``tokens``, best first (module
+        docstring, "Ranked candidates"); sets ``last_sources``."""
+        count = validate.count("count", count)
+        if count == 0:
+            self.last_sources = []
+            return []
+        first = self.propose(tokens, prompt_length, 1)[0]
+        out, sources = [first], list(self.last_sources)
+        seq = np.asarray(self._seq[: len(tokens)], dtype=np.int64)
+        for e, source in self._occurrences(seq, prompt_length):
+            token = int(seq[e + 1])
+            if token not in out:
+                out.append(token)
+                sources.append(source)
+        fallback = self.bigram(int(seq[-1]))
+        if fallback not in out:
+            out.append(fallback)
+            sources.append("bigram")
+        self.last_sources = sources[:count]
+        return out[:count]
+
+    def _occurrences(self, s: np.ndarray, p: int) -> list[tuple[int, str]]:
+        """Every end position ``e`` whose match length is at least ``min_match``, with its
+        source, longest first, ties by the occurrence rule (module docstring)."""
+        ends = s.size - 1  # candidate ends e = 0..L-2
+        if ends <= 0:
+            return []
+        lcs = np.zeros(ends, dtype=np.int64)
+        alive = np.ones(ends, dtype=bool)
+        for k in range(ends):
+            alive[k:] &= s[: ends - k] == s[s.size - 1 - k]
+            alive[:k] = False  # no room before position 0
+            if not alive.any():
+                break
+            lcs += alive
+        e = np.arange(ends)
+        length = np.where(e <= p - 2, lcs, np.where(e >= p, np.minimum(lcs, e - p + 1), 0))
+        sign = 1 if self.occurrence == "earliest" else -1
+        keep = np.flatnonzero(length >= self.min_match)
+        order = keep[np.lexsort((sign * keep, -length[keep]))]
+        return [(int(x), "prompt" if x <= p - 2 else "generated") for x in order]
 
     # -- state -----------------------------------------------------------------------
     def _sync(self, ids: list[int], p: int) -> None:

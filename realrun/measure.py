@@ -29,6 +29,12 @@ text, draft position ``i`` starting at ``t`` is accepted given positions ``1..i�
 with ``t + i − 1 < T``) is the conditional acceptance of position ``i`` (for sampling the
 same formula is the i.i.d.-in-context approximation). Stored for lenience 1.
 
+Acceptance of ranked candidates (token trees). On the same prefixes, every pair and lenience
+gets the probability that each of the drafter's ``R`` ranked candidates is the one the tree
+verification rule accepts (:mod:`realrun.rank_measure`): the rank-acceptance vector
+``p = (p_1, …, p_R)`` with ``p_1 = α`` (the model set's ``rank_acceptance``, with the
+per-prompt sums the bootstrap resamples).
+
 Costs (:mod:`realrun.timing`)
 -----------------------------
 The neural models' passes, the decoder's verify work after the target's passes and the
@@ -59,9 +65,11 @@ from tqdm.auto import tqdm
 from ewif.base import validate
 from ewif.files.bootstrap_data import BootstrapData
 from ewif.files.model_set import ModelSet
+from ewif.files.rank_acceptance import RankAcceptance
 from ewif.kernel.pass_cost import max_row_cost
 from realrun.ar import ar_timer
 from realrun.context_fit import fit_context_cost
+from realrun.rank_measure import RANKS, rank_rows, rank_section
 from realrun.timing import ARTimer, FamilyTiming, PassTiming, time_family, time_proposer
 from realrun.vocabulary import check_logit_width
 from simulate.decoder.cascade import CascadeDecoder
@@ -89,14 +97,11 @@ def position_curve(runs: Sequence[np.ndarray], max_position: int) -> np.ndarray:
         return np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
 
 
-def _acceptances(
-    models: Sequence[TokenModel | Proposer],
-    prompt: list[int],
-    continuation: list[int],
-    leniences: Sequence[float],
-    decoding: Decoding,
-) -> dict[tuple[float, int, int], np.ndarray]:
-    """Per-position acceptance ``a_t`` of every pair on one teacher-forced continuation."""
+def _scores(
+    models: Sequence[TokenModel | Proposer], prompt: list[int], continuation: list[int]
+) -> tuple[dict[int, np.ndarray], dict[int, np.ndarray]]:
+    """Every neural model's teacher-forced logits on one continuation, and every model's
+    proposal (its argmax; a proposer's first token) at each position."""
     T = len(continuation)
     seq = prompt + continuation
     logits: dict[int, np.ndarray] = {}
@@ -109,6 +114,21 @@ def _acceptances(
             proposals[i] = np.array(
                 [m.propose(seq[: len(prompt) + t], len(prompt), 1)[0] for t in range(T)]
             )
+    return logits, proposals
+
+
+def _acceptances(
+    models: Sequence[TokenModel | Proposer],
+    prompt: list[int],
+    continuation: list[int],
+    leniences: Sequence[float],
+    decoding: Decoding,
+    scores: tuple[dict[int, np.ndarray], dict[int, np.ndarray]] | None = None,
+) -> dict[tuple[float, int, int], np.ndarray]:
+    """Per-position acceptance ``a_t`` of every pair on one teacher-forced continuation
+    (``scores``: :func:`_scores` of it, when already computed)."""
+    T = len(continuation)
+    logits, proposals = _scores(models, prompt, continuation) if scores is None else scores
     probs = {} if decoding.greedy else {i: decoding.probs(z) for i, z in logits.items()}
     rows = np.arange(T)
     out = {}
@@ -136,6 +156,8 @@ class Acceptance:
     decoding: Decoding
     max_new_tokens: int
     skipped: tuple[int, ...] = ()  # prompts (indices) whose continuation was empty
+    #: ``ranks[(lenience, r, j)]``: per prompt, ``(T, R)`` rows of each rank's acceptance
+    ranks: dict[tuple[float, int, int], list[np.ndarray]] = field(default_factory=dict)
 
     def alpha(self, n_models: int) -> dict[float, np.ndarray]:
         """``α[l][r, j]``: mean acceptance over all positions; the target row uses ``l = 1``."""
@@ -156,6 +178,11 @@ class Acceptance:
             key: np.array([[float(a.sum()), a.size] for a in arrs])
             for key, arrs in self.runs.items()
         }
+
+    def rank_acceptance(self) -> RankAcceptance | None:
+        """The rank-acceptance section (:func:`realrun.rank_measure.rank_section`); None
+        when ranks were not measured."""
+        return rank_section(self.ranks, self.runs) if self.ranks else None
 
     def traces(self) -> dict[tuple[float, int, int], tuple[np.ndarray, ...]]:
         """Per pair and lenience, the per-position acceptances of every prompt: what
@@ -297,12 +324,17 @@ def measure_acceptance(
     eos_token_id: int | None = None,
     seed: int = 0,
     progress: bool = True,
+    ranks: int = RANKS,
 ) -> Acceptance:
-    """Teacher-forced acceptances of every pair on the target's continuations (module
-    docstring). Ctrl-C keeps the prompts finished so far (at least one)."""
+    """Teacher-forced acceptances of every pair on the target's continuations, and of the
+    drafters' ``ranks`` ranked candidates (0: none; module docstring). Ctrl-C keeps the
+    prompts finished so far (at least one)."""
     lens = sorted({float(x) for x in leniences} | {1.0})
+    ranks = validate.count("ranks", ranks)
     generator = CascadeDecoder([models[0]], np.zeros((0, 0), int), decoding=decoding, seed=seed)
+    rng = np.random.default_rng(seed)
     runs: dict[tuple[float, int, int], list[np.ndarray]] = {}
+    ranked: dict[tuple[float, int, int], list[np.ndarray]] = {}
     contexts: list[tuple[list[int], list[int]]] = []
     skipped: list[int] = []
     try:
@@ -311,15 +343,24 @@ def measure_acceptance(
             if not cont:
                 skipped.append(i)
                 continue
-            for key, a in _acceptances(models, p, cont, lens, decoding).items():
+            scores = _scores(models, p, cont)
+            found = _acceptances(models, p, cont, lens, decoding, scores)
+            rows = (
+                rank_rows(models, scores[0], p + cont, len(p), found, decoding, ranks, rng)
+                if ranks
+                else {}
+            )
+            for key, a in found.items():
                 runs.setdefault(key, []).append(a)
+            for key, r in rows.items():
+                ranked.setdefault(key, []).append(r)
             contexts.append((p, cont))
     except KeyboardInterrupt:
         if not contexts:
             raise
     if not contexts:
         raise ValueError("the target generated no tokens on any prompt; nothing to measure")
-    return Acceptance(runs, contexts, decoding, max_new_tokens, tuple(skipped))
+    return Acceptance(runs, contexts, decoding, max_new_tokens, tuple(skipped), ranked)
 
 
 def measure_costs(
@@ -471,6 +512,7 @@ def assemble_model_set(
         bootstrap=BootstrapData(acceptance.by_prompt(), costs.curve_stderr(), acceptance.traces())
         if len(acceptance.contexts) >= 2
         else None,
+        rank_acceptance=acceptance.rank_acceptance(),
     )
 
 
@@ -515,10 +557,12 @@ def measure(
     seed: int = 0,
     progress: bool = True,
     ar: ARTimer | None = None,
+    ranks: int = RANKS,
 ) -> ModelSet:
-    """Measure α (all pairs, all ``leniences``), acceptance by position and pass-cost curves
-    (``m = 1..max_m``) of ``models = [target, d1, ..., dn]`` (TokenModels, Proposers only
-    after them) over ``prompts`` (token-id lists): :func:`measure_acceptance`, then
+    """Measure α (all pairs, all ``leniences``), the acceptance of ``ranks`` ranked
+    candidates, acceptance by position and pass-cost curves (``m = 1..max_m``) of
+    ``models = [target, d1, ..., dn]`` (TokenModels, Proposers only after them) over
+    ``prompts`` (token-id lists): :func:`measure_acceptance`, then
     :func:`measure_costs` over the prompts and their continuations (the autoregressive
     reference ``ar`` defaults to the run's, :func:`realrun.ar.ar_timer`), then
     :func:`assemble_model_set`."""
@@ -539,6 +583,7 @@ def measure(
         eos_token_id=eos_token_id,
         seed=seed,
         progress=progress,
+        ranks=ranks,
     )
     costs = measure_costs(
         models,

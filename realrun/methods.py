@@ -11,7 +11,11 @@ same ``max_new_tokens`` and EOS:
 * ``csd`` — a cascade ``models``/``K``/``lenience`` (given, or recommended by
   :func:`ewif.search.recommendation.recommend` on the measured model set);
 * ``hf-assisted`` / ``hf-prompt-lookup`` — transformers' assisted generation with a neural
-  drafter, and prompt lookup decoding (:mod:`realrun.baselines`).
+  drafter, and prompt lookup decoding (:mod:`realrun.baselines`);
+* a token-tree configuration (``csd`` with a :class:`~ewif.files.tree_config.TreeConfig`:
+  a tree review and/or siblings, :mod:`realrun.tree_methods`), run by
+  :class:`~simulate.decoder.tree.TreeDecoder` and priced by
+  :func:`ewif.files.tree_models.tree_cascade`.
 
 What a results file keeps of the recommendation: :func:`recommendation_record`.
 """
@@ -27,6 +31,7 @@ from ewif.base import validate
 from ewif.base.configuration import Configuration
 from ewif.files.model_set import ModelSet
 from ewif.files.results import METHOD_KINDS
+from ewif.files.tree_config import TreeConfig
 from ewif.search import explain
 from ewif.search.optimizer import optimize
 from ewif.search.recommendation import Recommendation, recommend
@@ -36,7 +41,7 @@ from ewif.search.recommendation import Recommendation, recommend
 class Method:
     """One decoding method: ``models`` (target first) and ``K``/``lenience`` for sd/csd;
     the assistant's name for hf-assisted (``models = (target, assistant)``); ``k`` draft
-    tokens for hf-prompt-lookup."""
+    tokens for hf-prompt-lookup; ``tree`` the token-tree parts of a csd (None: a chain)."""
 
     name: str
     kind: str
@@ -44,6 +49,7 @@ class Method:
     K: tuple[tuple[int, ...], ...] = ()
     lenience: float = 1.0
     k: int | None = None
+    tree: TreeConfig | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in METHOD_KINDS:
@@ -68,6 +74,9 @@ class Method:
             out.update(K=[list(r) for r in self.K], lenience=self.lenience)
         if self.k is not None:
             out["prompt_lookup_num_tokens"] = self.k
+        if self.tree is not None:
+            parts = self.tree.to_dict()
+            out.update({key: parts[key] for key in ("review", "siblings") if key in parts})
         return out
 
 

@@ -9,6 +9,13 @@ which every method runs. The predictions are therefore tested on prompts they ne
 
 Numerics (``dtype="auto"``/``threads="auto"`` on a CPU): chosen by measurement on the
 measuring split, :mod:`realrun.numerics`. Families and backends: :mod:`realrun.family`.
+
+Token trees (``trees=True``): the exact tree search (:func:`ewif.search.tree_search.
+optimize_trees`) on the measured set, with its rank-acceptance vectors; its recommended
+configuration, its best tree and its best chain join the methods (:mod:`realrun.tree_methods`),
+``metadata.tree_recommendation`` records what it decided, and ``metadata.tree_pass_timing``
+how tree-shaped passes compare with the chain passes the curves price
+(:mod:`realrun.tree_timing`, timed on the measuring prompts before the run).
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ from ewif.base import validate
 from ewif.files.model_set import ModelSet
 from ewif.files.results import Results
 from ewif.search.recommendation import Recommendation, recommend
+from ewif.search.tree_search import TreeBounds, TreeSearchResult
 from realrun.books import ar_agreement, timing_agreement
 from realrun.categories import with_categories
 from realrun.family import Family, load_family, set_threads
@@ -40,6 +48,8 @@ from realrun.predictions import method_lengths
 from realrun.prompts import Prompt, categories, encode, load_prompts, stratified
 from realrun.run_context import context_predictions, run_context, timing_at
 from realrun.side_by_side import run_side_by_side
+from realrun.tree_methods import tree_methods, tree_record, tree_search
+from realrun.tree_timing import tree_pass_timing
 from simulate.decoder.sampling import Decoding
 
 _CPU_FLAGS = ("avx2", "avx512f", "avx512_bf16", "avx512_fp16", "amx_bf16", "amx_fp16")
@@ -137,6 +147,8 @@ def run_pipeline(
     progress: bool = True,
     backend: str = "transformers",
     held_out_categories: Sequence[str] = (),
+    trees: bool = False,
+    tree_bounds: TreeBounds | None = None,
 ) -> Results:
     """Measure on the measuring split (or take ``model_set``), recommend, and run every
     method on the held-out split (module docstring). ``K``/``lenience`` give the cascade
@@ -145,7 +157,9 @@ def run_pipeline(
     is the cascade decoder with the target alone. ``held_out_categories``: categories left
     out of the measuring split (:func:`split_prompts`); a measured model set carries α per
     category (:func:`realrun.categories.with_categories`). ``batch_invariance`` is the numerics
-    search's rule (``strict`` or ``near-ties``, :mod:`realrun.invariance`)."""
+    search's rule (``strict`` or ``near-ties``, :mod:`realrun.invariance`). ``trees``: add the
+    tree search's methods (module docstring; ``tree_bounds`` its bounds, default budgets
+    ``0..min(k_max, 8)``)."""
     decoding = Decoding() if decoding is None else decoding
     measuring, held = split_prompts(
         prompts, measure_prompts, limit, held_out_categories=held_out_categories
@@ -165,9 +179,15 @@ def run_pipeline(
         progress=progress,
     )
     csd, rec = _cascade_to_run(family.names, model_set, K, lenience, k_max)
+    methods = _methods_to_run(model_set, family, csd, k_max, baselines, decoding)
+    tree_parts = None
+    if trees:
+        found = tree_search(model_set, k_max, tree_bounds)
+        methods += tree_methods(found, methods)
+        tree_parts = (found, tree_pass_timing(family, measuring, model_set, progress))
     ids = [encode(p, family.tokenizer) for p in held]
     results = run_side_by_side(
-        _methods_to_run(model_set, family, csd, k_max, baselines, decoding),
+        methods,
         {m.name: m for m in family.chain},
         ids,
         model_set=model_set,
@@ -179,7 +199,7 @@ def run_pipeline(
         progress=progress,
     )
     return _with_pipeline_metadata(
-        results, model_set, family, (measuring, held, ids), held_out_categories, rec
+        results, model_set, family, (measuring, held, ids), held_out_categories, rec, tree_parts
     )
 
 
@@ -259,11 +279,12 @@ def _with_pipeline_metadata(
     splits: tuple[Sequence[Prompt], Sequence[Prompt], Sequence[list[int]]],
     held_out_categories: Sequence[str],
     rec: Recommendation | None,
+    trees: tuple[TreeSearchResult, dict] | None = None,
 ) -> Results:
     """``results`` with what the pipeline knows besides the run: the prompt splits
     (``splits``: measuring, held-out and its token ids) and the categories held out, the
     numerics and CPU, the median prediction error, the timing diagnostics and the
-    recommendation."""
+    recommendation; ``trees``: the tree search and the tree-pass timing."""
     measuring, held, ids = splits
     meta = {
         **results.metadata,
@@ -285,6 +306,9 @@ def _with_pipeline_metadata(
     )
     if rec is not None:
         meta["recommendation"] = recommendation_record(rec)
+    if trees is not None:
+        meta["tree_recommendation"] = tree_record(trees[0])
+        meta["tree_pass_timing"] = trees[1]
     return replace(results, metadata=meta)
 
 
@@ -318,7 +342,10 @@ def timing_diagnostics(results: Results, model_set: ModelSet) -> dict[str, dict]
     ar = results.autoregressive
     if prompts and ar is not None and model_set.context_cost is not None:
         length = run_context(prompts, method_lengths(results, ar.name))
-        moved = timing_at(model_set, length)
+        try:
+            moved = timing_at(model_set, length)
+        except ValueError as exc:  # a context the fit does not admit: one curve, as before
+            moved, out["run_context_refused"] = None, str(exc)
         if moved is not None:
             (timing, timed_ar_s), out["run_context_tokens"] = moved, length
     out["timing_agreement"] = timing_agreement(

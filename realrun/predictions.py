@@ -14,23 +14,39 @@ import numpy as np
 from ewif.base.configuration import Configuration
 from ewif.files.model_set import ModelSet
 from ewif.files.results import Results
+from ewif.files.tree_config import TreeConfig
 from ewif.kernel.cascade import Cascade
-from ewif.predict.bootstrap import LEVEL, prediction_intervals
+from ewif.predict.bootstrap import LEVEL, prediction_intervals, tree_prediction_intervals
 from simulate.decoder.cascade import CascadeStats
 from simulate.trace_replay import replay
 
 
 def method_intervals(results: Results, model_set: ModelSet) -> dict[str, dict]:
     """Per sd/csd method: the 90 % bootstrap prediction interval of the speed-up measured on
-    the run's ``results.prompts`` held-out prompts
+    the run's ``results.prompts`` held-out prompts (a token tree's by
+    :func:`ewif.predict.bootstrap.tree_prediction_intervals`)
     (:func:`ewif.predict.bootstrap.prediction_intervals` with ``held_out_prompts``, one set of
     replicates for all) and whether the measured speed-up fell in it."""
     chosen = [m for m in results.methods if m.kind in ("sd", "csd") and m.speedup is not None]
+    chains = [m for m in chosen if not is_tree_config(m.config)]
+    trees = [m for m in chosen if is_tree_config(m.config)]
     configs = [
         Configuration(m.config["models"], np.array(m.config["K"]), m.config["lenience"])
-        for m in chosen
+        for m in chains
     ]
-    lengths = [method_lengths(results, m.name) for m in chosen]
+    found = prediction_intervals(
+        model_set,
+        configs,
+        held_out_prompts=results.prompts,
+        max_new_tokens=[method_lengths(results, m.name) for m in chains],
+    )
+    if trees:  # the same seed: the same replicates, rank vectors redrawn with α
+        found += tree_prediction_intervals(
+            model_set,
+            [TreeConfig.from_dict(m.config) for m in trees],
+            held_out_prompts=results.prompts,
+            max_new_tokens=[method_lengths(results, m.name) for m in trees],
+        )
     return {
         m.name: {
             "point": iv.point,
@@ -40,26 +56,26 @@ def method_intervals(results: Results, model_set: ModelSet) -> dict[str, dict]:
             "held_out_prompts": results.prompts,
             "inside": iv.contains(m.speedup),
         }
-        for m, iv in zip(
-            chosen,
-            prediction_intervals(
-                model_set, configs, held_out_prompts=results.prompts, max_new_tokens=lengths
-            ),
-            strict=True,
-        )
+        for m, iv in zip(chains + trees, found, strict=True)
     }
 
 
+def is_tree_config(config: Mapping) -> bool:
+    """Whether a results file's method configuration has token-tree parts (a tree review or
+    siblings, :mod:`realrun.tree_methods`)."""
+    return bool(config.get("review") or config.get("siblings"))
+
+
 def replay_predictions(results: Results, model_set: ModelSet, replays: int = 10) -> dict:
-    """Per sd/csd method: the speed-up that replaying it over the measuring prompts' acceptance
-    traces predicts (:func:`simulate.trace_replay.replay`; sampling traces ``replays`` times
-    per prompt), its 90 % prediction interval for the run's held-out prompts, whether the
-    measurement fell inside and the error ``|replay/measured − 1|``."""
+    """Per sd/csd chain method: the speed-up that replaying it over the measuring prompts'
+    acceptance traces predicts (:func:`simulate.trace_replay.replay`; sampling traces
+    ``replays`` times per prompt), its 90 % prediction interval for the run's held-out
+    prompts, whether the measurement fell inside and the error ``|replay/measured − 1|``."""
     greedy = results.decoding.get("temperature", 0.0) == 0.0
     out = {}
     for m in results.methods:
-        if m.kind not in ("sd", "csd") or not m.speedup:
-            continue
+        if m.kind not in ("sd", "csd") or not m.speedup or is_tree_config(m.config):
+            continue  # the trace replay plays chains
         c = m.config
         found = replay(
             model_set,

@@ -208,6 +208,24 @@ def recommendation(results: Results, meta: RunMetadata) -> list[str]:
     ]
 
 
+def tree_search(results: Results, meta: RunMetadata) -> list[str]:
+    """The token-tree search's decision and configurations (``--trees``), and how a
+    tree-shaped pass's time compares with a chain pass of the same size."""
+    rec = results.metadata.get("tree_recommendation")
+    if not rec:
+        return []
+    rows = [f"token trees: the exact tree search says {rec['decision']}"]
+    for key, label in (("best", "best"), ("best_tree", "best tree"), ("best_chain", "best chain")):
+        entry = rec.get(key)
+        if entry:
+            ewif = entry["predicted_ewif"]
+            rows.append(f"  {label:<10}: {entry['method']} at {ewif:.3f}x (ewif)")
+    for name, t in results.metadata.get("tree_pass_timing", {}).items():
+        ratios = ", ".join(f"{m}: {r:.3f}" for m, r in zip(t["m"], t["ratio"], strict=True))
+        rows.append(f"  tree/chain pass time, {name}: mean {t['mean_ratio']:.3f} (m {ratios})")
+    return rows
+
+
 def peer_schedules(results: Results, meta: RunMetadata) -> list[str]:
     """Whether a peer measured faster than our fastest sd/csd method, and whether a dynamic
     draft length (transformers' schedules) beats our fixed k on this run's traces at our
@@ -386,6 +404,7 @@ SECTIONS: tuple[Section, ...] = (
     wall_time,
     median_error,
     recommendation,
+    tree_search,
     differing_outputs,
     categories,
     interrupted,

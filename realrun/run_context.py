@@ -23,7 +23,7 @@ import numpy as np
 from ewif.files.model_set import ModelSet
 from ewif.files.results import Results
 from ewif.predict.context import workload_speedup
-from realrun.predictions import method_lengths
+from realrun.predictions import is_tree_config, method_lengths
 
 
 def run_context(prompt_tokens: Sequence[int], generated: Sequence[int]) -> float:
@@ -64,16 +64,16 @@ def timing_at(model_set: ModelSet, length: float) -> tuple[dict, float] | None:
 def context_predictions(
     results: Results, model_set: ModelSet, prompt_tokens: Sequence[int]
 ) -> dict[str, dict]:
-    """Per sd/csd method: the speed-up predicted at each held-out prompt's own context
+    """Per sd/csd chain method: the speed-up predicted at each held-out prompt's own context
     (``point``) and ``|point/measured − 1|``; empty without a ``context_cost``. Where a
     prompt's length is outside what the fit admits (an AR token priced at or below 0), the
     method's ``point`` and ``error`` are None and ``refused`` says why: a finished run is
-    never lost to an extrapolation."""
+    never lost to an extrapolation. Token trees are priced at one curve only."""
     if model_set.context_cost is None:
         return {}
-    out = {}
+    out: dict[str, dict] = {}
     for m in results.methods:
-        if m.kind not in ("sd", "csd") or not m.speedup:
+        if m.kind not in ("sd", "csd") or not m.speedup or is_tree_config(m.config):
             continue
         lengths = method_lengths(results, m.name)
         prompts = [(L + n / 2, n) for L, n in zip(prompt_tokens, lengths, strict=False) if n]

@@ -44,6 +44,7 @@ from realrun.predictions import (
     replay_predictions,
 )
 from realrun.tally import MethodTally
+from realrun.tree_methods import method_cascade
 from simulate.decoder.sampling import Decoding
 
 
@@ -68,8 +69,8 @@ def run_results(
         t = tallies[m.name]
         cascade = None
         if m.kind in ("sd", "csd"):
-            cascade = model_set.to_cascade(m.configuration)
-            if t.stats is not None and t.stats.target_steps:
+            cascade = method_cascade(model_set, m)
+            if m.tree is None and t.stats is not None and t.stats.target_steps:
                 in_run[m.name] = ewif_with_run_acceptance(cascade, t.stats, lengths[m.name])
         out.append(_method_result(m, t, model_set.pass_cost.unit, cascade, lengths[m.name]))
         if ar_out is not None and decoding.greedy:

@@ -35,6 +35,7 @@ from realrun.llamacpp_model import LlamaCppTokenModel
 from realrun.methods import Method, ar_name
 from realrun.run_record import run_results
 from realrun.tally import MethodTally, PromptRun
+from realrun.tree_methods import method_cascade, tree_decoder
 from simulate.decoder.cascade import CascadeDecoder
 from simulate.decoder.interface import Proposer
 from simulate.decoder.sampling import Decoding
@@ -122,7 +123,7 @@ def _check_methods(
                     f"does not describe; it has {list(model_set.models)}"
                 )
         if m.kind in ("sd", "csd"):
-            model_set.to_cascade(m.configuration)
+            method_cascade(model_set, m)
         if m.kind.startswith("hf-") and not decoding.greedy:
             raise ValueError(
                 f"method {m.name!r} ({m.kind}) is run greedy only; use temperature 0 or drop it"
@@ -194,7 +195,7 @@ def _run_one(
         )
         return PromptRun(g.tokens, g.seconds)
     chain = [models[name] for name in m.models]
-    decoder = CascadeDecoder(chain, np.array(m.K, dtype=np.int64), m.lenience, decoding, seed)
+    decoder = tree_decoder(m, chain, decoding, seed)
     neural = [x for x in chain if isinstance(x, _COUNTED)]
     run = _decode(decoder, neural, prompt, max_new_tokens, eos)
     return _priced(run, m, chain, model_set)

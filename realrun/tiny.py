@@ -99,9 +99,9 @@ def build_qwen2(hidden: int, layers: int, seed: int, vocab_size: int = VOCAB) ->
 
 def near_copy(model: LlamaForCausalLM, scale: float, seed: int) -> LlamaForCausalLM:
     """The model's weights plus Gaussian noise of ``scale`` × each tensor's std: a drafter
-    that agrees with ``model`` most of the time."""
+    that agrees with ``model`` most of the time (a model of the same class)."""
     generator = torch.Generator().manual_seed(seed)
-    copy = LlamaForCausalLM(model.config).eval()
+    copy = type(model)(model.config).eval()
     with torch.no_grad():
         for (_, src), (_, dst) in zip(
             model.named_parameters(), copy.named_parameters(), strict=True

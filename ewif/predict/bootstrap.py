@@ -26,6 +26,11 @@ configuration on ``B`` replicates gives the percentile interval
 ``[q_{(1−level)/2}, q_{(1+level)/2}]`` (:func:`prediction_interval`). Seeded: the same call
 gives the same interval.
 
+Token trees. A set with rank-acceptance vectors (``rank_acceptance``, ``csd.models/6``) and
+their per-prompt sums has them redrawn on the same prompts as α (:func:`drawn_ranks`: ``p_1``
+is the replicate's α, the other ranks resampled and widened as α is), so the interval of a
+tree (:func:`tree_prediction_intervals`) carries the uncertainty of its runner-up ranks too.
+
 Few prompts. The plain percentile bootstrap of a mean over ``P`` prompts under-covers (its
 variance is ``(P−1)/P`` of the unbiased one, and it uses normal rather than Student
 quantiles): at ``P = 8`` a nominal 90 % interval covers about 78 %. Each replicate α is
@@ -67,9 +72,11 @@ from ewif.base.resampling import (
     expansion,
     prompt_draw,
 )
+from ewif.files.rank_acceptance import RankAcceptance
 
 if TYPE_CHECKING:
     from ewif.files.model_set import ModelSet
+    from ewif.files.tree_config import TreeConfig
 
 
 def replicate_sets(
@@ -108,6 +115,8 @@ def replicate_sets(
             for target in alpha if r == 0 else (lenience,):  # no lenience at the target
                 alpha[target][r, j] = value
         changes: dict[str, Any] = {"alpha": alpha, "bootstrap": None}
+        if model_set.rank_acceptance is not None:
+            changes["rank_acceptance"] = drawn_ranks(model_set, alpha, idx, widen)
         if data.cost_curve_stderr is not None:
             curves = drawn_curves(model_set.cost_curve, data.cost_curve_stderr, rng)
             changes.update(cost_curve=curves, cost=np.array([c[0] for c in curves]))
@@ -117,6 +126,32 @@ def replicate_sets(
                 )
         out.append(dataclasses.replace(model_set, **changes))
     return out
+
+
+def drawn_ranks(
+    model_set: ModelSet, alpha: dict[float, np.ndarray], idx: np.ndarray, widen: float
+) -> RankAcceptance:
+    """The set's rank-acceptance vectors on one replicate's prompts ``idx``: each rank's
+    per-prompt sums resampled with the α of the same draw (token trees; ``p_1`` is the
+    replicate's α, as in a measured set), moved from the measured vector by ``widen`` as α is,
+    clipped at 0 and scaled so that ``Σ p <= 1``; a pair without per-prompt evidence keeps
+    its vector with ``p_1`` the replicate α."""
+    section = model_set.rank_acceptance
+    out = {}
+    for (lenience, r, j), point in section.vectors.items():
+        first = float(alpha[lenience][r, j])
+        table = section.by_prompt.get((lenience, r, j))
+        if table is None:
+            rest = point[1:]
+        else:
+            total = table[idx].sum(axis=0)
+            drawn = total[:-1] / total[-1] if total[-1] > 0 else point
+            rest = np.maximum(point[1:] + widen * (drawn[1:] - point[1:]), 0.0)
+        room = 1.0 - first
+        if rest.sum() > room:
+            rest = rest * (room / rest.sum())
+        out[(lenience, r, j)] = np.concatenate([[first], rest])
+    return RankAcceptance(out)
 
 
 @dataclass(frozen=True)
@@ -197,6 +232,39 @@ def prediction_intervals(
     for config, flag, n in zip(configs, flags, lengths, strict=True):
         point = model_set.to_cascade(config, catch_up=flag).ewif(n)
         values = [rep.to_cascade(config, catch_up=flag).ewif(n) for rep in reps]
+        low, high = np.quantile(values, [(1 - level) / 2, (1 + level) / 2])
+        out.append(PredictionInterval(float(point), float(low), float(high), level))
+    return out
+
+
+def tree_prediction_intervals(
+    model_set: ModelSet,
+    configs: Sequence[TreeConfig],
+    *,
+    level: float = LEVEL,
+    replicates: int = REPLICATES,
+    seed: int = 0,
+    held_out_prompts: int | None = None,
+    max_new_tokens: Sequence[int | Sequence[int] | None] | None = None,
+) -> list[PredictionInterval]:
+    """:func:`prediction_intervals` of token-tree configurations
+    (:func:`ewif.files.tree_models.tree_cascade`, the set's catch-up flags): every replicate
+    redraws α, the rank-acceptance vectors (:func:`drawn_ranks`) and the cost curves from
+    the same prompts, so a tree's interval carries the uncertainty of its runner-up ranks."""
+    from ewif.files.tree_models import tree_cascade
+
+    expansion(2, level)
+    lengths = [None] * len(configs) if max_new_tokens is None else list(max_new_tokens)
+    if len(lengths) != len(configs):
+        raise ValueError(
+            f"max_new_tokens must give one entry per configuration ({len(configs)}), "
+            f"got {len(lengths)}"
+        )
+    reps = replicate_sets(model_set, replicates, seed, level, held_out_prompts)
+    out = []
+    for config, n in zip(configs, lengths, strict=True):
+        point = tree_cascade(model_set, config).ewif(n)
+        values = [tree_cascade(rep, config).ewif(n) for rep in reps]
         low, high = np.quantile(values, [(1 - level) / 2, (1 + level) / 2])
         out.append(PredictionInterval(float(point), float(low), float(high), level))
     return out

@@ -12,11 +12,12 @@ then runs on the next ``--limit`` prompts (held out). ``--from FILE`` skips the 
 (then give ``--dtype`` and ``--threads`` as measured; a results file gives its run's model set).
 The cascade is ``--K`` (a JSON matrix over all given models, target first) with
 ``--lenience``, else ewif's recommendation — which says plainly when nothing beats
-autoregressive decoding. ``--plot PATH`` writes the predicted-vs-measured figure to ``PATH``
-and the acceptance-by-position figure of the cascade next to it (``-decay`` added to its
-stem, as ``csd recommend --plot`` names its figures). Every argument is checked before any
-model is loaded or converted (:mod:`realrun.arguments`); the report leads with its decision
-and ends with the files it wrote.
+autoregressive decoding; ``--trees`` adds the token-tree search's recommendation, its best
+tree and its best chain (:mod:`realrun.tree_methods`). ``--plot PATH`` writes the
+predicted-vs-measured figure to ``PATH`` and the acceptance-by-position figure of the cascade
+next to it (``-decay`` added to its stem, as ``csd recommend --plot`` names its figures).
+Every argument is checked before any model is loaded or converted (:mod:`realrun.arguments`);
+the report leads with its decision and ends with the files it wrote.
 """
 
 from __future__ import annotations
@@ -67,6 +68,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "leniences measured; the target's review is always exact)",
     )
     parser.add_argument("--no-baselines", action="store_true", help="run only AR and the cascade")
+    parser.add_argument(
+        "--trees",
+        action="store_true",
+        help="also run the token-tree search's recommendation, best tree and best chain",
+    )
     parser.add_argument("-o", "--output", help="results file to write (csd.results/1 JSON)")
     parser.add_argument(
         "--plot",
@@ -99,6 +105,7 @@ def run(args: argparse.Namespace) -> int:
         K=K,
         lenience=args.lenience,
         baselines=not args.no_baselines,
+        trees=args.trees,
         held_out_categories=[c for c in args.held_out_categories.split(",") if c],
         **model_options(args),
     )
@@ -130,6 +137,7 @@ def _plots(results, paths: list[Path]) -> list[Path]:
     from ewif.files.model_set import ModelSet
     from ewif.plotting.calibration import compute_calibration, draw_calibration
     from ewif.plotting.decay import compute_decay, draw_decay
+    from realrun.predictions import is_tree_config
     from simulate.plotting import measured_curve
 
     written = [
@@ -139,7 +147,14 @@ def _plots(results, paths: list[Path]) -> list[Path]:
             title=f"Predicted vs measured speed-up: {results.family}",
         )
     ]
-    csd = next((m for m in results.methods if m.kind == "csd" and m.acceptance_by_position), None)
+    csd = next(
+        (
+            m
+            for m in results.methods
+            if m.kind == "csd" and m.acceptance_by_position and not is_tree_config(m.config)
+        ),
+        None,
+    )
     if csd is None:
         return written
     model_set = ModelSet.from_dict(results.metadata["model_set"])

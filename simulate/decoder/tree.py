@@ -205,15 +205,21 @@ class TreeDecoder(CascadeDecoder):
 
     def _drafter_rows(self, j, seq, draft, nodes, first, rec) -> list[np.ndarray | None]:
         """The drafter's rows at ``nodes``: the root's from its first pass (what it has not
-        fed), deeper ones from one pass over those nodes (a tree pass); none for a proposer."""
+        fed), deeper ones from one pass over those nodes (a tree pass); none for a proposer.
+        The pass is asked for the nodes that have children and ``nodes`` only (a leaf is
+        never fed): a model that keeps the previous level's nodes in its cache feeds just
+        ``nodes`` (:class:`~simulate.decoder.tree_interface.TreeModel`)."""
         if not self._neural[j]:
             return [None] * len(nodes)
         if first:
             return [self._forward(j, seq, 1, rec)[0]]
+        fed = sorted({v for v in range(1, draft.size) if draft.children[v]} | set(nodes))
+        index = {v: i for i, v in enumerate(fed)}
+        parents = [index[draft.parents[v]] if draft.parents[v] > 0 else -1 for v in fed]
         start = perf_counter()
-        rows = tree_logits(self._models[j], seq, draft.tokens[1:], draft.relative_parents())
+        rows = tree_logits(self._models[j], seq, [draft.tokens[v] for v in fed], parents)
         self._record(j, len(nodes), rec, perf_counter() - start)
-        return [rows[v] for v in nodes]
+        return [rows[index[v] + 1] for v in nodes]
 
     def _candidates(self, j, seq, prompt_length, draft, v, row, count, rec, exclude=()):
         """Up to ``count`` ranked ``(token, law, source)`` after node ``v``: from the

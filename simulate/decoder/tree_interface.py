@@ -10,7 +10,9 @@
   the cached tokens (at most ``len(tokens) − 1``), feed the rest and the tree; afterwards the
   cache must answer a later call whose tokens extend ``tokens`` by a path of the tree and
   more (keeping that path's positions, as a real engine compacts its KV cache to the accepted
-  path, or dropping them and feeding them again). Results must equal from-scratch passes.
+  path, or dropping them and feeding them again). A later call with the same ``tokens``
+  whose tree keeps these nodes first and adds more (a drafter growing a tree level by
+  level) may feed only the new nodes. Results must equal from-scratch passes.
   A TokenModel without ``tree_logits`` is served by :func:`tree_logits`, one ``logits``
   call per leaf path (exact for any model that keeps the cache contract; one pass is still
   what the decoder counts).

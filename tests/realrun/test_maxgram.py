@@ -131,6 +131,49 @@ def _occurs(text, pattern):
     return any(text[i : i + len(pattern)] == pattern for i in range(len(text) - len(pattern) + 1))
 
 
+def reference_candidates(s, p, count, occurrence, priority, min_match):
+    """The ranked candidates of the module docstring, by brute force."""
+    first, label = reference_step(s, p, occurrence, priority, min_match)
+    ends = [(_lcs(s, e, e + 1), e, "prompt") for e in range(p - 1)]
+    ends += [(_lcs(s, e, e - p + 1), e, "generated") for e in range(p, len(s) - 1)]
+    sign = 1 if occurrence == "earliest" else -1
+    ends = sorted((x for x in ends if x[0] >= min_match), key=lambda x: (-x[0], sign * x[1]))
+    out, labels = [first], [label]
+    for _, e, source in ends:
+        if s[e + 1] not in out:
+            out.append(s[e + 1])
+            labels.append(source)
+    fallback = int(BIGRAM.next_token[s[-1]])
+    if fallback not in out:
+        out.append(fallback)
+        labels.append("bigram")
+    return out[:count], labels[:count]
+
+
+@settings(max_examples=300)
+@given(case=cases(), kw=options)
+def test_candidates_equal_brute_force(case, kw):
+    """Ranked candidates: the proposal first, then every other occurrence's continuation,
+    longest first, then the bigram fallback; distinct."""
+    tokens, p, count = case
+    mag = MaxGram(BIGRAM, **kw)
+    got = mag.candidates(tokens, p, count)
+    want, labels = reference_candidates(tokens, p, count, **kw)
+    assert got == want and mag.last_sources == labels
+    assert len(set(got)) == len(got)
+    if count:
+        assert got[0] == MaxGram(BIGRAM, **kw).propose(tokens, p, 1)[0]
+
+
+def test_candidates_rank_other_matches():
+    #            prompt: 0 1 2 | 0 3 | 0 1 4 | generated: 0 1
+    mag = MaxGram(BIGRAM)
+    seq = [0, 1, 2, 0, 3, 0, 1, 4, 0, 1]
+    assert mag.candidates(seq, 8, 5) == [2, 4, 0]  # "0 1" twice (earliest first), then bigram
+    assert mag.last_sources == ["prompt", "prompt", "bigram"]
+    assert mag.candidates(seq, 8, 0) == [] and mag.last_sources == []
+
+
 def test_paper_example_prompt_copy_then_bigram():
     #            prompt: 0 1 2 3 4 | generated: 1 2
     mag = MaxGram(BIGRAM)

@@ -5,6 +5,7 @@ every stored 90 % interval is the one ``ewif.predict.bootstrap`` draws from it t
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -12,12 +13,25 @@ import pytest
 
 from ewif.files import results as results_io
 from ewif.files.model_set import ModelSet
+from ewif.files.tree_config import TreeConfig
+from ewif.files.tree_models import tree_cascade
 from realrun.pipeline import timing_diagnostics
-from realrun.predictions import method_intervals, method_lengths, replay_predictions
+from realrun.predictions import (
+    is_tree_config,
+    method_intervals,
+    method_lengths,
+    replay_predictions,
+)
 from realrun.results_tables import format_results
+from realrun.run_context import context_predictions
 
 DATA = Path(__file__).resolve().parents[2] / "realrun" / "data"
-RUNS = sorted(DATA.glob("cpu_results_*.json"))
+TREE_RUNS = sorted(DATA.glob("trees_*.json"))
+RUNS = sorted(DATA.glob("cpu_results_*.json")) + TREE_RUNS
+
+#: Largest target logit gap at which a greedy output may differ from AR's: a near-tie of
+#: bfloat16 / quantized kernels (one bfloat16 step at logits of 16-64 is 0.125-0.5).
+NEAR_TIE = 0.5
 
 
 def test_there_are_shipped_runs():
@@ -30,8 +44,12 @@ def test_predictions_and_intervals_are_the_current_codes(path):
     model_set = ModelSet.from_dict(run.metadata["model_set"], str(path))
     for m in run.methods:
         if m.kind in ("sd", "csd"):
-            cascade = model_set.to_cascade(
-                m.config["models"], np.array(m.config["K"]), m.config["lenience"]
+            cascade = (
+                tree_cascade(model_set, TreeConfig.from_dict(m.config))
+                if is_tree_config(m.config)
+                else model_set.to_cascade(
+                    m.config["models"], np.array(m.config["K"]), m.config["lenience"]
+                )
             )
             lengths = method_lengths(run, m.name)
             assert m.predicted_speedup == pytest.approx(cascade.ewif(lengths), rel=1e-9), m.name
@@ -83,4 +101,45 @@ def test_timing_diagnostics_are_the_current_codes(path):
     )
     assert all(line in report for line in priced)
     assert report.count("one logit row costs") == len(priced)
-    assert f"({100 * (1 / (1 + now['ar_agreement']['error']) - 1):+.1f}%)" in report
+    if "run_context_tokens" not in now:  # the report's AR line is the reference as timed
+        assert f"({100 * (1 / (1 + now['ar_agreement']['error']) - 1):+.1f}%)" in report
+
+
+@pytest.mark.parametrize("path", TREE_RUNS, ids=lambda p: p.stem)
+def test_tree_runs_are_complete_and_lossless(path):
+    """A shipped token-tree run (issue 33): the tree search's decision and the tree-pass
+    timing are recorded, its tree methods ran side by side with AR and the best chain, each
+    with a 90 % interval, on held-out prompts spanning the task categories with some held
+    out whole, the CPU recorded; greedy outputs equal AR's except near-ties (a divergence at
+    a target logit gap of at most :data:`NEAR_TIE`, reported with its gap)."""
+    run = results_io.load(path)
+    meta = run.metadata
+    assert not meta["interrupted"]
+    assert meta["cpu"]["model"] and "/" not in str(meta.get("prompt_set"))
+    assert meta["tree_recommendation"] and meta["tree_pass_timing"]
+    assert set(meta["held_out_categories"]) <= set(meta["held_out_prompt_categories"])
+    assert not set(meta["held_out_categories"]) & set(meta["measuring_prompt_categories"])
+    assert len(set(meta["held_out_prompt_categories"])) >= 6
+    trees = [m for m in run.methods if is_tree_config(m.config)]
+    assert trees and any(m.kind == "autoregressive" for m in run.methods)
+    assert all(m.name in meta["prediction_intervals"] for m in trees)
+    for d in meta.get("divergences", []):
+        assert d["logit_gap"] is not None and abs(d["logit_gap"]) <= NEAR_TIE, d
+
+
+@pytest.mark.parametrize("path", TREE_RUNS, ids=lambda p: p.stem)
+def test_context_predictions_skip_trees_and_survive_a_bad_fit(path):
+    """Context predictions are the current code's (chains only: a tree is priced at one
+    curve), and a context fit that prices an AR token at <= 0 somewhere on the held-out
+    prompts leaves those methods refused, with the reason, instead of losing the run."""
+    run = results_io.load(path)
+    model_set = ModelSet.from_dict(run.metadata["model_set"], str(path))
+    tokens = run.metadata["held_out_context_tokens"]
+    now = context_predictions(run, model_set, tokens)
+    assert now == run.metadata["context_predictions"]
+    assert not any(is_tree_config(m.config) and m.name in now for m in run.methods)
+    if model_set.context_cost is None:
+        return
+    steep = replace(model_set.context_cost, ar_slope=1.0, ar_tokens=max(tokens) + 10.0)
+    bad = context_predictions(run, replace(model_set, context_cost=steep), tokens)
+    assert bad and all(v["point"] is None and "outside" in v["refused"] for v in bad.values())
