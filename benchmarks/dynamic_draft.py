@@ -124,9 +124,9 @@ def measured_with_confidence(costs: Path, per_category: int, max_new_tokens: int
     import fetch_weights
     import torch
 
+    from realrun.acceptance import measure_acceptance
     from realrun.confidence import draft_confidence
     from realrun.family import load_family
-    from realrun.measure import measure_acceptance
     from realrun.pipeline import split_prompts
     from realrun.prompts import CATEGORIES, encode
     from simulate.decoder.sampling import Decoding

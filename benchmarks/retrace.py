@@ -5,7 +5,7 @@ acceptances (``bootstrap.acceptance_by_prompt``) but, before this release, not t
 themselves, which :mod:`simulate.trace_replay` replays. On a machine with the run's numerics
 (same CPU kind, the dtype and threads the file records, the same weights) the teacher-forced
 acceptances are deterministic, so this script measures them again on the file's measuring
-prompts (:func:`realrun.measure.measure_acceptance`, the run's decoding and
+prompts (:func:`realrun.acceptance.measure_acceptance`, the run's decoding and
 ``max_new_tokens``) and stores them only if every prompt's sum and length equal the stored
 ones exactly — the check :class:`ewif.files.bootstrap_data.BootstrapData` makes; otherwise it says
 which pair differs and writes nothing. No timing: the machine may be busy.
@@ -28,8 +28,8 @@ from realrun_cpu import FAMILIES
 from ewif.files import results as results_io
 from ewif.files.bootstrap_data import BootstrapData
 from ewif.files.model_set import ModelSet
+from realrun.acceptance import Acceptance, measure_acceptance
 from realrun.family import Family, load_family, set_threads
-from realrun.measure import Acceptance, measure_acceptance
 from realrun.prompts import encode, load_prompts
 from simulate.decoder.sampling import Decoding
 

@@ -28,7 +28,7 @@ given (default 2), greedy:
    server itself counted (the cost model alone).
 5. **Round trip**: one server at ``B = 1`` on the held-out prompts without ignoring EOS, its
    ``/metrics`` turned into α by ``csd measure --from-metrics``, against α measured directly
-   (teacher-forced, :func:`realrun.measure.measure_acceptance`) on the same prompts: inside
+   (teacher-forced, :func:`realrun.acceptance.measure_acceptance`) on the same prompts: inside
    its Wilson interval?
 
 Usage::
@@ -58,12 +58,12 @@ import fetch_weights
 
 from ewif.files import model_set as model_io
 from ewif.predict.batch import batch_ratio
+from realrun.acceptance import measure_acceptance
 from realrun.batched import measure_batch_costs
 from realrun.engine_counters.reading import parse_counters
 from realrun.engine_metrics import acceptance
 from realrun.llama_server import LlamaServer, synchronized_rounds
 from realrun.llamacpp_model import program_flags
-from realrun.measure import measure_acceptance
 from realrun.numerics import measure_numerics
 from realrun.pipeline import cpu_description, split_prompts
 from realrun.prompts import encode

@@ -58,10 +58,11 @@ from realrun_cpu import FAMILIES
 from ewif.files.model_set import ModelSet
 from ewif.predict.context import workload_speedup
 from ewif.search.recommendation import recommend
+from realrun.acceptance import measure_acceptance
 from realrun.ar import ar_timer
 from realrun.books import timing_agreement
 from realrun.family import load_family, set_threads
-from realrun.measure import Costs, assemble_model_set, measure_acceptance
+from realrun.measure import Costs, assemble_model_set
 from realrun.methods import default_methods, recommended_method
 from realrun.pipeline import cpu_description
 from realrun.predictions import method_lengths

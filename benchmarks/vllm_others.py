@@ -37,8 +37,8 @@ def direct_alpha(dirs, prompts, max_tokens: int, continuations=None, own: bool =
     bf16 as vLLM runs them) on ``prompts``: along the transformers target's own greedy
     continuations (EOS ignored; unless not ``own``), and, given vLLM's ``continuations``,
     along those."""
+    from realrun.acceptance import _acceptances, measure_acceptance
     from realrun.family import load_family
-    from realrun.measure import _acceptances, measure_acceptance
     from simulate.decoder.sampling import Decoding
 
     family = load_family([str(d) for d in dirs], device="cpu", dtype="bfloat16", names=vc.KEYS)

@@ -59,18 +59,12 @@ from tqdm.auto import tqdm
 from ewif.base import validate
 from ewif.files.model_set import ModelSet
 from ewif.search.recommendation import recommend
+from realrun.acceptance import Acceptance, measure_acceptance
 from realrun.ar import ar_timer
 from realrun.family import Family, load_family, set_threads
 from realrun.invariance import RULES, batch_invariance
 from realrun.loading import select_device
-from realrun.measure import (
-    Acceptance,
-    Costs,
-    assemble_model_set,
-    check_models,
-    measure_acceptance,
-    measure_costs,
-)
+from realrun.measure import Costs, assemble_model_set, check_models, measure_costs
 from realrun.numerics_trials import (
     QUICK_M,
     STAGES,

@@ -21,7 +21,7 @@ verification rule (:mod:`simulate.decoder.tree_verify`, Theorem TL) accepts at t
   whose expectation ``Σ_x min(q(x), l·p(x))`` is the chain's α exactly.
 
 Rank 1 is the chain's draft token in every case, so the first column equals the per-position
-acceptance α is the mean of (:func:`realrun.measure.measure_acceptance` puts that array
+acceptance α is the mean of (:func:`realrun.acceptance.measure_acceptance` puts that array
 there): ``p_1 = α`` exactly. A rank a proposer does not fill has probability 0.
 """
 
@@ -157,7 +157,7 @@ def rank_rows(
     rng: np.random.Generator,
 ) -> dict[tuple[float, int, int], np.ndarray]:
     """``(T, ranks)`` rows of every pair and lenience of ``acceptances`` (the per-position α
-    of :func:`realrun.measure.measure_acceptance`, which becomes column 1; module docstring)
+    of :func:`realrun.acceptance.measure_acceptance`, which becomes column 1; module docstring)
     on one teacher-forced sequence; ``logits``: every neural model's rows there."""
     tables: dict[int, np.ndarray] = {}
     probs = {} if decoding.greedy else {i: decoding.probs(z) for i, z in logits.items()}

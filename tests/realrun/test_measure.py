@@ -12,10 +12,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ewif.files import model_set as model_io
+from realrun.acceptance import position_curve
 from realrun.bigram import BigramTable
 from realrun.hf_model import HFTokenModel
 from realrun.maxgram import MaxGram
-from realrun.measure import measure, position_curve
+from realrun.measure import measure
 from realrun.timing import PassTiming, grid
 from simulate.decoder.sampling import Decoding
 

@@ -12,10 +12,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ewif.files.model_set import ModelSet
+from realrun.acceptance import measure_acceptance
 from realrun.bigram import BigramTable
 from realrun.hf_model import HFTokenModel
 from realrun.maxgram import MaxGram
-from realrun.measure import measure_acceptance
 from realrun.rank_measure import greedy_rank_rows, sampling_rank_rows
 from simulate.decoder.sampling import Decoding
 from simulate.decoder.tree_verify import stage_law
