@@ -216,25 +216,30 @@ def prediction_intervals(
     configuration, its generation length(s) (Theorem FL) or None (endless)."""
 
     expansion(2, level)  # checks the level before any work
-    lengths = [None] * len(configs) if max_new_tokens is None else list(max_new_tokens)
-    if len(lengths) != len(configs):
-        raise ValueError(
-            f"max_new_tokens must give one entry per configuration ({len(configs)}), "
-            f"got {len(lengths)}"
-        )
-    flags = [None] * len(configs) if catch_up is None else list(catch_up)
-    if len(flags) != len(configs):
-        raise ValueError(
-            f"catch_up must give one entry per configuration ({len(configs)}), got {len(flags)}"
-        )
+    lengths = _per_configuration("max_new_tokens", max_new_tokens, len(configs))
+    flags = _per_configuration("catch_up", catch_up, len(configs))
     reps = replicate_sets(model_set, replicates, seed, level, held_out_prompts)
-    out = []
-    for config, flag, n in zip(configs, flags, lengths, strict=True):
-        point = model_set.to_cascade(config, catch_up=flag).ewif(n)
-        values = [rep.to_cascade(config, catch_up=flag).ewif(n) for rep in reps]
-        low, high = np.quantile(values, [(1 - level) / 2, (1 + level) / 2])
-        out.append(PredictionInterval(float(point), float(low), float(high), level))
+    return [
+        _interval(
+            [ms.to_cascade(config, catch_up=flag).ewif(n) for ms in (model_set, *reps)], level
+        )
+        for config, flag, n in zip(configs, flags, lengths, strict=True)
+    ]
+
+
+def _per_configuration(name: str, values: Sequence | None, n: int) -> list:
+    """``values`` as one entry per configuration (None: None for each)."""
+    out = [None] * n if values is None else list(values)
+    if len(out) != n:
+        raise ValueError(f"{name} must give one entry per configuration ({n}), got {len(out)}")
     return out
+
+
+def _interval(values: Sequence[float], level: float) -> PredictionInterval:
+    """``values[0]`` (the measured set's EWIF) with the central ``level`` quantiles of the
+    replicates' EWIFs, ``values[1:]``."""
+    low, high = np.quantile(values[1:], [(1 - level) / 2, (1 + level) / 2])
+    return PredictionInterval(float(values[0]), float(low), float(high), level)
 
 
 def tree_prediction_intervals(
@@ -254,17 +259,9 @@ def tree_prediction_intervals(
     from ewif.files.tree_models import tree_cascade
 
     expansion(2, level)
-    lengths = [None] * len(configs) if max_new_tokens is None else list(max_new_tokens)
-    if len(lengths) != len(configs):
-        raise ValueError(
-            f"max_new_tokens must give one entry per configuration ({len(configs)}), "
-            f"got {len(lengths)}"
-        )
+    lengths = _per_configuration("max_new_tokens", max_new_tokens, len(configs))
     reps = replicate_sets(model_set, replicates, seed, level, held_out_prompts)
-    out = []
-    for config, n in zip(configs, lengths, strict=True):
-        point = tree_cascade(model_set, config).ewif(n)
-        values = [tree_cascade(rep, config).ewif(n) for rep in reps]
-        low, high = np.quantile(values, [(1 - level) / 2, (1 + level) / 2])
-        out.append(PredictionInterval(float(point), float(low), float(high), level))
-    return out
+    return [
+        _interval([tree_cascade(ms, config).ewif(n) for ms in (model_set, *reps)], level)
+        for config, n in zip(configs, lengths, strict=True)
+    ]
