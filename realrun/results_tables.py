@@ -84,11 +84,17 @@ def ar_reference(results: Results, meta: RunMetadata) -> list[str]:
         if ref.kind == "ar"
         else f"the measured one-token pass of the target ({1000 * ref.seconds:.1f} ms)"
     )
-    predicted = 1 / ref.seconds
-    return [
-        f"AR measured {ar.tokens_per_s:.3f} tokens/s; {what} predicts {predicted:.3f} "
-        f"tokens/s ({100 * (ar.tokens_per_s / predicted - 1):+.1f}%)"
-    ]
+    line = f"AR measured {ar.tokens_per_s:.3f} tokens/s; {what} predicts " + _vs(ar, ref.seconds)
+    if meta.ar_at_context is not None:  # the unit the run's predictions were priced in
+        tokens, seconds = meta.ar_at_context
+        line += f"; c(m, L) at the run's mean context, {tokens:.0f} tokens, predicts "
+        line += _vs(ar, seconds)
+    return [line]
+
+
+def _vs(ar, seconds: float) -> str:
+    """``predicts X tokens/s (±%)``: AR's speed ``1/seconds`` against the measured."""
+    return f"{1 / seconds:.3f} tokens/s ({100 * (ar.tokens_per_s * seconds - 1):+.1f}%)"
 
 
 def row_costs(results: Results, meta: RunMetadata) -> list[str]:

@@ -159,7 +159,9 @@ class RunMetadata:
     ``run_acceptance``: per method, ``(ewif, |pred/meas − 1|)`` with the run's own acceptance
     rates; ``in_run_passes``: per method, model and ``m``; ``timing_gaps``: every
     :class:`TimingGap`; ``intervals``/``replays``: per method; ``measuring_prompts``: how
-    many prompts the model set was measured on (None: not recorded)."""
+    many prompts the model set was measured on (None: not recorded); ``ar_at_context``:
+    ``(tokens, seconds per AR token)`` where c(m, L) moved the unit to the run's mean
+    context (``run_context_tokens``, the reference of ``ar_agreement``), else None."""
 
     interrupted: bool
     model_set: StoredModelSet | None
@@ -176,6 +178,7 @@ class RunMetadata:
     outputs_differing: dict[str, int]
     divergences: list[Divergence]
     measuring_prompts: int | None = None
+    ar_at_context: tuple[float, float] | None = None
 
 
 def run_metadata(metadata: Mapping[str, Any]) -> RunMetadata:
@@ -206,7 +209,15 @@ def run_metadata(metadata: Mapping[str, Any]) -> RunMetadata:
         outputs_differing=dict(get("outputs_differing_from_AR") or {}),
         divergences=[Divergence(**d) for d in get("divergences") or []],
         measuring_prompts=len(get("measuring_prompt_ids") or []) or None,
+        ar_at_context=_ar_at_context(get("run_context_tokens"), get("ar_agreement")),
     )
+
+
+def _ar_at_context(tokens: Any, agreement: Any) -> tuple[float, float] | None:
+    """The unit at the run's context (:attr:`RunMetadata.ar_at_context`)."""
+    if tokens is None or not agreement:
+        return None
+    return float(tokens), float(agreement["timed_s_per_token"])
 
 
 def _stored_model_set(stored: Mapping[str, Any]) -> StoredModelSet:
