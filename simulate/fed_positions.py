@@ -94,8 +94,9 @@ class FedPositions:
         an independent Bernoulli(``alpha[r][j]``) trial, the model of :mod:`ewif.kernel.cascade`."""
         return self.draw(self.alpha[r][j])
 
-    def _review(self, r: int, context: list[int]) -> tuple[list[int], list[int]]:
-        """One review call of ``r`` after ``context``: its tokens and each one's origin."""
+    def _draft(self, r: int, context: list[int]) -> tuple[list[int], list[int], list[int]]:
+        """The draft ``r`` reviews after ``context`` (its blocks of row ``K[r]``): the tokens,
+        the drafter of each (whose block it is) and each one's origin."""
         draft: list[int] = []
         producers: list[int] = []
         origins: list[int] = []
@@ -116,6 +117,11 @@ class FedPositions:
                 producers += [j] * len(out)
                 origins += made_by
                 got, calls = got + len(out), calls + 1
+        return draft, producers, origins
+
+    def _review(self, r: int, context: list[int]) -> tuple[list[int], list[int]]:
+        """One review call of ``r`` after ``context``: its tokens and each one's origin."""
+        draft, producers, origins = self._draft(r, context)
         self._pass(r, context + draft, len(draft) + 1)
         accepted = 0
         start = len(context) - self.prompt_length

@@ -30,7 +30,6 @@ import random
 from collections.abc import Mapping, Sequence
 
 from ewif.base.tree_checks import rank_acceptance, tree_parents, tree_ranks
-from simulate.contract import is_leaf
 from simulate.fed_positions import FedPositions, Price
 
 __all__ = ["TreeSteps"]
@@ -158,23 +157,7 @@ class TreeSteps(FedPositions):
         return [*draft, self._token()], [*producers, 0]
 
     def _spine(self, context: list[int]) -> tuple[list[int], list[int]]:
-        """Algorithm 1's draft of the target (its blocks, as :class:`FedPositions` builds them)
-        and the drafter of each position."""
-        draft: list[int] = []
-        producers: list[int] = []
-        for j, b in enumerate(self.K[0], start=1):
-            if b == 0:
-                continue
-            if is_leaf(self.K, j):
-                for _ in range(b):
-                    self._pass(j, context + draft, 1)
-                    draft.append(self._token())
-                    producers.append(j)
-                continue
-            got = calls = 0
-            while (got < b) if self.fill == "tokens" else (calls < b):
-                out, _ = self._review(j, context + draft)
-                draft += out
-                producers += [j] * len(out)
-                got, calls = got + len(out), calls + 1
+        """Algorithm 1's draft of the target (:meth:`FedPositions._draft` of row 0) and the
+        drafter of each position."""
+        draft, producers, _ = self._draft(0, context)
         return draft, producers
