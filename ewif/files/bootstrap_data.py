@@ -37,7 +37,7 @@ class BootstrapData:
             )
         prompts = set()
         for key, table in self.acceptance_by_prompt.items():
-            name = f"bootstrap.acceptance_by_prompt['{_key_out(key)}']"
+            name = f"bootstrap.acceptance_by_prompt['{key_out(key)}']"
             arr = np.asarray(table, dtype=float)
             if arr.ndim != 2 or arr.shape[1] != 2 or not np.isfinite(arr).all():
                 raise ValueError(f"{name} must be a list of [sum, count] pairs, one per prompt")
@@ -61,7 +61,7 @@ class BootstrapData:
         """Every trace a pair of ``acceptance_by_prompt`` with one array of probabilities per
         prompt whose sum and length are that prompt's ``[sum, count]``."""
         for key, arrays in traces.items():
-            name = f"bootstrap.acceptance_traces['{_key_out(key)}']"
+            name = f"bootstrap.acceptance_traces['{key_out(key)}']"
             table = self.acceptance_by_prompt.get(key)
             if table is None or len(arrays) != table.shape[0]:
                 raise ValueError(
@@ -82,7 +82,7 @@ class BootstrapData:
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "acceptance_by_prompt": {
-                _key_out(k): np.asarray(v, dtype=float).tolist()
+                key_out(k): np.asarray(v, dtype=float).tolist()
                 for k, v in sorted(self.acceptance_by_prompt.items())
             }
         }
@@ -90,7 +90,7 @@ class BootstrapData:
             out["cost_curve_stderr"] = [np.asarray(s).tolist() for s in self.cost_curve_stderr]
         if self.acceptance_traces is not None:
             out["acceptance_traces"] = {
-                _key_out(k): [np.asarray(a, dtype=float).tolist() for a in v]
+                key_out(k): [np.asarray(a, dtype=float).tolist() for a in v]
                 for k, v in sorted(self.acceptance_traces.items())
             }
         return out
@@ -141,7 +141,7 @@ class BootstrapData:
             lenience, r, j = key
             if not 0 <= r < j < n1 or lenience not in leniences:
                 raise ValueError(
-                    f"bootstrap.acceptance_by_prompt key '{_key_out(key)}' must name a "
+                    f"bootstrap.acceptance_by_prompt key '{key_out(key)}' must name a "
                     f"lenience of alpha and 0 <= r < j < {n1}"
                 )
         if self.cost_curve_stderr is not None:
@@ -152,15 +152,22 @@ class BootstrapData:
                 )
 
 
-def _key_out(key: tuple[float, int, int]) -> str:
+def key_out(key: tuple[float, int, int]) -> str:
+    """``(l, r, j)`` -> ``'l,r,j'``: the key of a pair at a lenience in every per-pair section
+    of a model set (``bootstrap``, ``rank_acceptance``, ``alpha_by_category``)."""
     return f"{key[0]:g},{key[1]},{key[2]}"
 
 
+def key_in(text: str) -> tuple[float, int, int]:
+    """``'l,r,j'`` -> ``(l, r, j)`` (a bare ``ValueError`` otherwise: each section names it)."""
+    lenience, r, j = text.split(",")
+    return float(lenience), int(r), int(j)
+
+
 def _key_in(key: object) -> tuple[float, int, int]:
-    """``'l,r,j'`` -> ``(l, r, j)``; ValueError naming the key otherwise."""
+    """:func:`key_in`; ValueError naming the key otherwise."""
     try:
-        lenience, r, j = str(key).split(",")
-        return float(lenience), int(r), int(j)
+        return key_in(str(key))
     except ValueError:
         raise ValueError(
             f"bootstrap key {key!r} must be 'l,r,j' (a lenience and two model indices)"

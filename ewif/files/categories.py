@@ -38,6 +38,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from ewif.base import validate
+from ewif.files.bootstrap_data import key_in, key_out
 
 Key = tuple[float, int, int]
 Set = TypeVar("Set")  # a model set (ewif.files.model_set imports this module)
@@ -257,16 +258,6 @@ class CategoryAcceptance:
             except ValueError as exc:
                 raise ValueError(f"alpha_by_category[{name!r}]: {exc}") from None
         return cls(out)
-
-
-def key_out(key: Key) -> str:
-    return f"{key[0]:g},{key[1]},{key[2]}"
-
-
-def key_in(text: str) -> Key:
-    """``'l,r,j'`` -> ``(l, r, j)`` (ValueError otherwise)."""
-    lenience, r, j = text.split(",")
-    return float(lenience), int(r), int(j)
 
 
 def _rows_in(name: str, value: Any) -> np.ndarray:

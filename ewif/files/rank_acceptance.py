@@ -29,6 +29,7 @@ import numpy as np
 
 from ewif.base import validate
 from ewif.base.tree_checks import rank_acceptance
+from ewif.files.bootstrap_data import key_in, key_out
 
 Key = tuple[float, int, int]
 
@@ -45,13 +46,13 @@ class RankAcceptance:
 
     def __post_init__(self) -> None:
         vectors = {
-            key: rank_acceptance(f"rank_acceptance.vectors['{_key_out(key)}']", v)
+            key: rank_acceptance(f"rank_acceptance.vectors['{key_out(key)}']", v)
             for key, v in self.vectors.items()
         }
         object.__setattr__(self, "vectors", vectors)
         prompts = set()
         for key, table in self.by_prompt.items():
-            name = f"rank_acceptance.by_prompt['{_key_out(key)}']"
+            name = f"rank_acceptance.by_prompt['{key_out(key)}']"
             if key not in vectors:
                 raise ValueError(f"{name} needs the pair's vector in rank_acceptance.vectors")
             arr = np.asarray(table, dtype=float)
@@ -76,7 +77,7 @@ class RankAcceptance:
         pair's alpha, and the target's vectors (``r = 0``) the same at every lenience."""
         target: dict[int, np.ndarray] = {}
         for (lenience, r, j), p in self.vectors.items():
-            name = f"rank_acceptance.vectors['{_key_out((lenience, r, j))}']"
+            name = f"rank_acceptance.vectors['{key_out((lenience, r, j))}']"
             matrix = alpha.get(lenience)
             if matrix is None:
                 raise ValueError(f"{name}: lenience {lenience:g} has no alpha matrix")
@@ -106,11 +107,11 @@ class RankAcceptance:
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
-            "vectors": {_key_out(k): v.tolist() for k, v in sorted(self.vectors.items())}
+            "vectors": {key_out(k): v.tolist() for k, v in sorted(self.vectors.items())}
         }
         if self.by_prompt:
             out["by_prompt"] = {
-                _key_out(k): [[row[:-1].tolist(), float(row[-1])] for row in np.asarray(t)]
+                key_out(k): [[row[:-1].tolist(), float(row[-1])] for row in np.asarray(t)]
                 for k, t in sorted(self.by_prompt.items())
             }
         return out
@@ -140,7 +141,7 @@ class RankAcceptance:
 
 def _prompt_rows(key: Key, rows: Any) -> np.ndarray:
     """``[[sums...], positions]`` per prompt as one row ``[sums..., positions]`` each."""
-    name = f"rank_acceptance.by_prompt['{_key_out(key)}']"
+    name = f"rank_acceptance.by_prompt['{key_out(key)}']"
     try:
         table = [[*sums, n] for sums, n in rows]
         return np.asarray(table, dtype=float)
@@ -151,13 +152,9 @@ def _prompt_rows(key: Key, rows: Any) -> np.ndarray:
 
 
 def _key_in(text: str) -> Key:
-    """``'l,r,j'`` as (lenience, reviewer, drafter)."""
-    lenience, r, j = text.split(",")
-    x = float(lenience)
+    """``'l,r,j'`` as (lenience, reviewer, drafter) (:func:`key_in`), the lenience finite
+    and at least 1."""
+    x, r, j = key_in(text)
     if not (math.isfinite(x) and x >= 1):
         raise ValueError
-    return x, int(r), int(j)
-
-
-def _key_out(key: Key) -> str:
-    return f"{key[0]:g},{key[1]},{key[2]}"
+    return x, r, j
