@@ -34,12 +34,16 @@ def ar_timer(
     target: TokenModel, decoding: Decoding, eos_token_id: int | None = None, seed: int = 0
 ) -> ARTimer:
     """``(context, n) -> (tokens, seconds)``: the run's AR method decoding up to ``n`` tokens
-    after ``context`` (stopping at ``eos_token_id``), prompt prefill outside the clock."""
+    after ``context`` (stopping at ``eos_token_id``), prompt prefill outside the clock (on
+    transformers taken from the target's own cache when it holds the prompt, as in every
+    timing round: :meth:`realrun.hf_model.HFTokenModel.prefix_cache`)."""
     if hf_reference(target, decoding):
         assert isinstance(target, HFTokenModel)
 
         def hf(context: Sequence[int], n: int) -> tuple[int, float]:
-            g = hf_generate(target.model, context, n, eos_token_id)
+            prefix = [int(t) for t in context[:-1]]
+            prefilled = target.prefix_cache(prefix) if prefix else None
+            g = hf_generate(target.model, context, n, eos_token_id, prefilled=prefilled)
             return len(g.tokens), g.seconds
 
         return hf

@@ -37,6 +37,7 @@ def check_model_options(args: argparse.Namespace) -> None:
             raise ModuleNotFoundError(f"{module} is not installed", name=module)
     validate.count("--max-new-tokens", args.max_new_tokens, minimum=1)
     validate.count("--k-max", args.k_max, minimum=1)
+    validate.cost("--min-timing-seconds", args.min_timing_seconds)
     validate.cost("--temperature", args.temperature)
     top_p = validate.probability("--top-p", args.top_p)
     if top_p == 0.0:

@@ -73,11 +73,13 @@ def hf_generate(
     assistant_model: PreTrainedModel | None = None,
     prompt_lookup_num_tokens: int | None = None,
     generation: Mapping[str, Any] | None = None,
+    prefilled: DynamicCache | None = None,
 ) -> HFGeneration:
     """Greedy ``model.generate`` on one prompt (token ids), optionally assisted by
     ``assistant_model`` or by prompt lookup with ``prompt_lookup_num_tokens`` draft tokens;
     ``generation`` adds ``GenerationConfig`` fields (e.g. ``num_assistant_tokens``, as
-    ``csd recommend --emit transformers`` prints them)."""
+    ``csd recommend --emit transformers`` prints them). ``prefilled``: the target's cache of
+    ``prompt[:-1]`` built by the caller (autoregressive only; its prefill is then not run)."""
     if not isinstance(model, PreTrainedModel):
         raise TypeError(f"model must be a transformers PreTrainedModel, got {type(model)!r}")
     ids = validate.prompt("prompt", prompt)
@@ -109,8 +111,13 @@ def hf_generate(
         **dict(generation or {}),
     )
     device = model.get_output_embeddings().weight.device
+    if prefilled is not None and (extra or lookup or prefilled.get_seq_length() != len(ids) - 1):
+        raise ValueError(
+            f"prefilled must hold prompt[:-1] ({len(ids) - 1} positions) and serve plain "
+            f"autoregressive decoding, got {prefilled.get_seq_length()} positions"
+        )
     start = time.perf_counter()
-    cache = prefilled_cache(model, ids)
+    cache = prefilled_cache(model, ids) if prefilled is None else prefilled
     if assistant_model is not None:  # its own prefill, subtracted like the target's
         prefilled_cache(assistant_model, ids)
     _sync(device)

@@ -142,6 +142,22 @@ class HFTokenModel(CachedTokenModel):
                         setattr(layer, name, x[..., :end, :])
         return cache.get_seq_length() == end
 
+    def prefix_cache(self, prefix: list[int]) -> DynamicCache | None:
+        """A new ``DynamicCache`` holding a copy of this model's keys and values of
+        ``prefix`` when its cache holds them (no tree pending, plain dynamic layers), else
+        None: a prefill another caller (:func:`realrun.baselines.hf_generate`) need not
+        recompute."""
+        cache, n = self._cache, len(prefix)
+        if cache is None or self._tree is not None or common_prefix(self._cached, prefix) < n:
+            return None
+        if n == 0 or not all(type(layer) is DynamicLayer for layer in cache.layers):
+            return None
+        copy = DynamicCache(config=self.model.config)
+        with torch.inference_mode():
+            for i, layer in enumerate(cache.layers):
+                copy.update(layer.keys[..., :n, :].clone(), layer.values[..., :n, :].clone(), i)
+        return copy
+
     def _rollback(self, ids: list[int], limit: int) -> int:
         """Keep the cache of the longest common prefix (at most ``limit``); return its length."""
         keep = common_prefix(self._cached, ids, limit)

@@ -154,6 +154,12 @@ def _dense(t: PassTiming, values: Sequence[float]) -> np.ndarray:
     return np.interp(np.arange(1, t.m[-1] + 1), t.m, values)
 
 
+#: Wall seconds a measurement's timed rounds take at least, rounds permitting, in ``csd
+#: measure``, ``csd realrun`` and :func:`realrun.pipeline.run_pipeline`
+#: (:func:`realrun.timing.time_family`, *Rounds by time*).
+MIN_TIMING_SECONDS = 60.0
+
+
 def measure_costs(
     models: Sequence[TokenModel | Proposer],
     contexts: Sequence[tuple[Sequence[int], Sequence[int]]],
@@ -166,12 +172,14 @@ def measure_costs(
     ar_tokens: int = 32,
     seed: int = 0,
     progress: bool = True,
+    min_seconds: float = 0.0,
 ) -> Costs:
     """Pass-cost curves of every model over the ``(prompt, continuation)`` contexts of the
     measuring prompts (module docstring): the neural models, the decoder's verify work and
     the autoregressive reference ``ar`` (generating each prompt up to ``ar_tokens`` tokens,
-    the run's ``max_new_tokens``) interleaved in ``repeats`` rounds
-    (:func:`realrun.timing.time_family`); every proposer timed proposing ``max_m`` tokens
+    the run's ``max_new_tokens``) interleaved in ``repeats`` rounds, more while they have
+    taken less than ``min_seconds`` (at most four times as many;
+    :func:`realrun.timing.time_family`); every proposer timed proposing ``max_m`` tokens
     along each context."""
     pairs = [([int(t) for t in p], [int(t) for t in c]) for p, c in contexts]
     if not pairs:
@@ -189,6 +197,7 @@ def measure_costs(
             ar_tokens=ar_tokens,
             seed=seed,
             progress=bar.update,
+            min_seconds=min_seconds,
         )
     proposers = {
         m.name: float(np.mean([time_proposer(m, p + c, len(p), max_m) for p, c in pairs]))
@@ -200,7 +209,7 @@ def measure_costs(
         family,
         proposers,
         round(float(np.mean(family.contexts))),
-        repeats,
+        len(family.contexts),
         warmup,
     )
 
@@ -244,7 +253,7 @@ def assemble_model_set(
     with how its costs move with the context length (:mod:`realrun.context_fit`)."""
     decoding = acceptance.decoding
     curves = costs.curves
-    fitted = fit_context_cost(costs.family, names, curves, costs.unit_seconds)
+    fitted = fit_context_cost(costs.family, names, curves, costs.unit_seconds) or (None, None)
     meta = {
         "source": "realrun.measure",
         "acceptance": "teacher-forced on the target's continuations"
@@ -283,7 +292,7 @@ def assemble_model_set(
         else costs.family.decoder.to_dict(),
         **({"row_cost_bounded": bounded} if (bounded := costs.row_cost_bounds()) else {}),
         "timing_context_tokens": costs.context_tokens,
-        "context_fit": None if fitted is None else fitted[1],
+        "context_fit": fitted[1],
         "repeats": costs.repeats,
         "warmup": costs.warmup,
         **costs.extra,
@@ -299,7 +308,7 @@ def assemble_model_set(
         cost_curve=curves,
         catch_up=catch_up_flags(costs),
         row_cost=costs.row_cost,
-        context_cost=None if fitted is None else fitted[0],
+        context_cost=fitted[0],
         bootstrap=BootstrapData(acceptance.by_prompt(), costs.curve_stderr(), acceptance.traces())
         if len(acceptance.contexts) >= 2
         else None,

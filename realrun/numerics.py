@@ -83,7 +83,7 @@ CPU_DTYPES = ("float32", "bfloat16", "float16")
 _SETTINGS_ARGUMENTS = (
     "device", "dtype", "threads", "backend", "max_new_tokens", "leniences", "decoding", "k_max",
     "max_m", "repeats", "warmup", "screen_repeats", "exhaustive", "margin", "min_agreement",
-    "batch_invariance", "invariance_positions", "progress",
+    "batch_invariance", "invariance_positions", "progress", "min_timing_seconds",
 )  # fmt: skip
 __all__ = ["CPU_DTYPES", "STAGES", "Measured", "NumericsTrial", "measure_numerics"]
 
@@ -122,6 +122,7 @@ class SearchSettings:
     rule: str = "strict"
     invariance_positions: int = 48
     progress: bool = True
+    min_timing_seconds: float = 0.0
 
     @property
     def searching(self) -> bool:
@@ -252,7 +253,7 @@ class _Search:
             c.trial = replace(c.trial, stage="invariance", excluded_by="batch invariance")
             return
         if s.repeats > s.screen_repeats:
-            self.measure_curve(c, s.repeats - s.screen_repeats, 0, seed=1)
+            self.measure_curve(c, s.repeats - s.screen_repeats, 0, 1, s.min_timing_seconds)
         self.scored(c, "confirmed")
         if s.exhaustive and not self.check_invariance(c):
             c.trial = replace(c.trial, excluded_by="batch invariance")
@@ -263,16 +264,21 @@ class _Search:
         else:
             c.trial = replace(c.trial, excluded_by="lower score")
 
-    def measure_curve(self, c: _Candidate, rounds: int, warmup: int, seed: int) -> None:
+    def measure_curve(
+        self, c: _Candidate, rounds: int, warmup: int, seed: int, min_seconds: float = 0.0
+    ) -> None:
         """Stages 3 and 5: ``rounds`` more timing rounds of the family's passes and AR
-        (:func:`realrun.measure.measure_costs`), pooled with the candidate's earlier ones."""
+        (:func:`realrun.measure.measure_costs`; more while they took under ``min_seconds``),
+        pooled with the candidate's earlier ones."""
         family = self.family_of(c)
         assert self.acceptance is not None
         with self.timed("curves"):
-            more = self._costs(family, rounds, warmup, seed)
+            more = self._costs(family, rounds, warmup, seed, min_seconds)
         c.costs = more if c.costs is None else c.costs.merged(more)
 
-    def _costs(self, family: Family, rounds: int, warmup: int, seed: int) -> Costs:
+    def _costs(
+        self, family: Family, rounds: int, warmup: int, seed: int, min_seconds: float
+    ) -> Costs:
         s = self.settings
         assert self.acceptance is not None
         return measure_costs(
@@ -286,6 +292,7 @@ class _Search:
             ar_tokens=s.max_new_tokens,
             seed=seed,
             progress=s.progress,
+            min_seconds=min_seconds,
         )
 
     def scored(self, c: _Candidate, stage: str) -> NumericsTrial:
@@ -349,7 +356,7 @@ class _Search:
         rest = self.settings.repeats - self.settings.screen_repeats
         if chosen.trial.stage != "confirmed":
             if rest > 0:
-                self.measure_curve(chosen, rest, 0, seed=1)
+                self.measure_curve(chosen, rest, 0, 1, self.settings.min_timing_seconds)
             self.scored(chosen, "confirmed")
         for c in checked:
             if c is not chosen and c.trial.excluded_by is None:
@@ -413,12 +420,14 @@ def measure_numerics(
     names: Sequence[str] | None = None,
     progress: bool = True,
     backend: str = "transformers",
+    min_timing_seconds: float = 0.0,
 ) -> Measured:
     """Measure the family on the measuring split, choosing dtype and threads when ``"auto"``
     (or given as lists of candidates) on a CPU by the staged search of the module docstring
     (``batch_invariance``: the rule, ``strict`` or ``near-ties``,
-    :mod:`realrun.invariance`); returns the family loaded in the
-    chosen numerics with its model set (α measured in those numerics)."""
+    :mod:`realrun.invariance`; ``min_timing_seconds``: the confirmed curve's rounds are
+    extended while they took less, :func:`realrun.timing.time_family`); returns the family
+    loaded in the chosen numerics with its model set (α measured in those numerics)."""
     given = locals()
     settings = search_settings(**{name: given[name] for name in _SETTINGS_ARGUMENTS})
 
@@ -464,6 +473,7 @@ def search_settings(
         )
     given.update(rule=batch_invariance, k_max=k_max, leniences=tuple(leniences))
     given["max_m"] = 2 * k_max if max_m is None else max_m
+    validate.cost("min_timing_seconds", given["min_timing_seconds"])
     screen = min(given.pop("screen_repeats"), given["repeats"])
     on_cpu = backend == "llama.cpp" or select_device(device).type == "cpu"
     if threads == "auto":

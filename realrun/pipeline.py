@@ -36,6 +36,7 @@ from ewif.search.tree_search import TreeBounds, TreeSearchResult
 from realrun.books import ar_agreement, timing_agreement
 from realrun.categories import with_categories
 from realrun.family import Family, load_family, set_threads
+from realrun.measure import MIN_TIMING_SECONDS
 from realrun.methods import (
     Method,
     cascade_method,
@@ -149,6 +150,7 @@ def run_pipeline(
     held_out_categories: Sequence[str] = (),
     trees: bool = False,
     tree_bounds: TreeBounds | None = None,
+    min_timing_seconds: float = MIN_TIMING_SECONDS,
 ) -> Results:
     """Measure on the measuring split (or take ``model_set``), recommend, and run every
     method on the held-out split (module docstring). ``K``/``lenience`` give the cascade
@@ -159,7 +161,8 @@ def run_pipeline(
     category (:func:`realrun.categories.with_categories`). ``batch_invariance`` is the numerics
     search's rule (``strict`` or ``near-ties``, :mod:`realrun.invariance`). ``trees``: add the
     tree search's methods (module docstring; ``tree_bounds`` its bounds, default budgets
-    ``0..min(k_max, 8)``)."""
+    ``0..min(k_max, 8)``). ``min_timing_seconds``: the cost curves' rounds are extended
+    while they took less (:func:`realrun.timing.time_family`, *Rounds by time*)."""
     decoding = Decoding() if decoding is None else decoding
     measuring, held = split_prompts(
         prompts, measure_prompts, limit, held_out_categories=held_out_categories
@@ -177,6 +180,7 @@ def run_pipeline(
         k_max=k_max,
         batch_invariance=batch_invariance,
         progress=progress,
+        min_timing_seconds=min_timing_seconds,
     )
     csd, rec = _cascade_to_run(family.names, model_set, K, lenience, k_max)
     methods = _methods_to_run(model_set, family, csd, k_max, baselines, decoding)

@@ -38,8 +38,8 @@ def run_context(prompt_tokens: Sequence[int], generated: Sequence[int]) -> float
 def timing_at(model_set: ModelSet, length: float) -> tuple[dict, float] | None:
     """``(metadata.timing moved to context length, seconds per autoregressive token there)``
     of ``model_set`` (its ``context_cost`` in seconds: slopes × the unit); None without a
-    ``context_cost`` or a timed unit, or where the fit prices an AR token at or below 0
-    (a length far outside the measured contexts)."""
+    ``context_cost`` or a timed unit, or where the fit prices an AR token at or below 0.
+    A length outside the fit's span is priced at its nearest edge."""
     cc = model_set.context_cost
     unit = model_set.metadata.get("ar_seconds_per_token")
     if cc is None or not unit:
@@ -48,7 +48,7 @@ def timing_at(model_set: ModelSet, length: float) -> tuple[dict, float] | None:
         at = cc.unit_at(length)
     except ValueError:
         return None
-    shift = float(length) - cc.tokens
+    shift = cc.priced_length(length) - cc.tokens
     moved = {}
     for name, slope in zip(model_set.models, cc.slope, strict=True):
         grid = (model_set.metadata.get("timing") or {}).get(name) or {}
@@ -65,11 +65,13 @@ def context_predictions(
     results: Results, model_set: ModelSet, prompt_tokens: Sequence[int]
 ) -> dict[str, dict]:
     """Per sd/csd chain method: the speed-up predicted at each held-out prompt's own context
-    (``point``) and ``|point/measured − 1|``; empty without a ``context_cost``. Where a
-    prompt's length is outside what the fit admits (an AR token priced at or below 0), the
-    method's ``point`` and ``error`` are None and ``refused`` says why: a finished run is
-    never lost to an extrapolation. Token trees are priced at one curve only."""
-    if model_set.context_cost is None:
+    (``point``) and ``|point/measured − 1|``, with how many prompts' contexts fell outside
+    the fit's span (``outside_span``: priced at its nearest edge); empty without a
+    ``context_cost``. Where the fit prices an AR token at or below 0, the method's ``point``
+    and ``error`` are None and ``refused`` says why: a finished run is never lost to a
+    fit. Token trees are priced at one curve only."""
+    cc = model_set.context_cost
+    if cc is None:
         return {}
     out: dict[str, dict] = {}
     for m in results.methods:
@@ -83,5 +85,10 @@ def context_predictions(
         except ValueError as e:
             out[m.name] = {"point": None, "error": None, "refused": str(e)}
             continue
-        out[m.name] = {"point": point, "error": abs(point / m.speedup - 1.0)}
+        outside = sum(cc.priced_length(length) != length for length, _ in prompts)
+        out[m.name] = {
+            "point": point,
+            "error": abs(point / m.speedup - 1.0),
+            "outside_span": outside,
+        }
     return out

@@ -10,7 +10,11 @@ single passes, then the curve flattens; in bfloat16 it is nearly flat from the s
 run pays them, in **rounds**:
 
 * every timed pass rolls back the previous pass's tail (a cache crop, as a step after a
-  rejection does) and feeds ``m`` fresh positions after a cached context;
+  rejection does) and feeds ``m`` fresh positions after a cached context — exactly ``m``:
+  after the autoregressive generation and each probe, which may leave a model's cache at
+  the prompt (our decoder rolls the target back to it), every model is brought back to the
+  round's context outside the clock, or the next pass would refeed the continuation's part
+  (up to ``max_new_tokens`` positions, timed as a pass over ``m``);
 * the rounds cycle through the measuring prompts, and a round's context is its prompt and a
   uniformly drawn part of its continuation, so the cache lengths are the run's (a run's
   passes fall anywhere between the prompt and the end of its generation), not one
@@ -35,6 +39,12 @@ run pays them, in **rounds**:
   context the run never decodes from (after an EOS when the answer had ended, where
   ``generate`` stops within a token or two), in calls half as long as the run's, so its
   per-call setup weighed more (``docs/findings.md``, *The unit*).
+
+Rounds by time. Eight rounds of a 135M model's passes take 20 s and left its curve noisy
+(a shared 2-core machine's stalls of tens of milliseconds weigh on 25 ms passes), while
+eight rounds of a 1.5B target take minutes: ``min_seconds`` keeps adding rounds while the
+timed ones have taken less than that, up to ``max_rounds``, so a cheap family is timed as
+long as a costly one's minimum would be, and a costly one is not timed longer.
 
 Every ``m`` is represented by the **mean** of its rounds, with its standard error (the
 median is kept beside it). Expected cost is a mean: a decoding run pays the mean of a
@@ -293,6 +303,8 @@ def time_family(
     probes: Mapping[str, Probe] | None = None,
     seed: int = 0,
     progress: Callable[[], object] | None = None,
+    min_seconds: float = 0.0,
+    max_rounds: int | None = None,
 ) -> FamilyTiming:
     """Time every model of ``models`` (target first, neural only) over the grid of
     :func:`grid` ``(max_m)``, with the decoder's verify work after the target's passes and
@@ -301,9 +313,15 @@ def time_family(
     ones) cycling through the ``(prompt, continuation)`` pairs of ``contexts``; a round's
     passes run on the prompt and a uniformly drawn part of its continuation (module
     docstring). ``probes`` are timed once a round too; ``progress()`` is called after every
-    timed round."""
+    timed round. While the timed rounds have taken less than ``min_seconds``, more are run,
+    up to ``max_rounds`` (default ``4·rounds``): a family whose rounds are cheap gets more
+    of them for the same wall time (module docstring, *Rounds by time*)."""
     rounds = validate.count("rounds", rounds, minimum=1)
     warmup = validate.count("warmup", warmup)
+    min_seconds = validate.cost("min_seconds", min_seconds)
+    cap = 4 * rounds if max_rounds is None else validate.count("max_rounds", max_rounds)
+    if cap < rounds:
+        raise ValueError(f"max_rounds must be at least rounds ({rounds}), got {cap}")
     plan = _Rounds(
         list(models),
         grid(max_m),
@@ -316,11 +334,16 @@ def time_family(
     pairs = [([int(t) for t in p], [int(t) for t in c]) for p, c in contexts]
     if not pairs or not all(p for p, _ in pairs):
         raise ValueError("contexts must hold at least one (prompt, continuation), prompt non-empty")
-    for r in range(warmup + rounds):
+    r, spent = 0, 0.0
+    while r < warmup + rounds or (spent < min_seconds and r < warmup + cap):
         prompt, continuation = pairs[r % len(pairs)]
+        start = time.perf_counter()
         plan.run(prompt, continuation, keep=r >= warmup)
-        if r >= warmup and progress is not None:
-            progress()
+        if r >= warmup:
+            spent += time.perf_counter() - start
+            if progress is not None:
+                progress()
+        r += 1
     return plan.timing()
 
 
@@ -355,7 +378,12 @@ class _Rounds:
         order += [("pass", i, 2, 1) for i in self.one_row]
         order += [("ar",), *(("probe", name) for name in self.probes)]
         self.rng.shuffle(order)
-        done = {item: self._timed(item, ctx, prompt, continuation) for item in order}
+        done = {}
+        for item in order:
+            done[item] = self._timed(item, ctx, prompt, continuation)
+            if item[0] != "pass":  # AR and probes may move a cache: back to ctx, untimed
+                for model in self.models:
+                    model.logits(ctx, 1)
         if keep:
             self._record(done, len(ctx), len(prompt))
 

@@ -20,7 +20,9 @@ one autoregressive token at ``L`` (its reference ``ar_tokens``, the mean context
 timed autoregressive generations). At ``L`` the cascade is priced by the curves
 ``c_i(m, L) / a(L)`` (the target's first point stays 1: the unit at ``L`` is the
 autoregressive token at ``L``), clipped at 0. ``span`` is the range of context lengths
-the fit saw; prices outside it are extrapolations. In a file::
+the fit saw, and a first-order fit is not extrapolated: a length outside it is priced at the
+span's nearest edge (:meth:`ContextCost.priced_length`; a 766-token prompt after a fit over
+46–195 tokens had priced an AR token at −5.6). In a file::
 
     context_cost:
       tokens: 420.0                 # mean context of the timed passes
@@ -71,24 +73,29 @@ class ContextCost:
     def n_models(self) -> int:
         return len(self.slope)
 
+    def priced_length(self, length: float) -> float:
+        """The context length ``L`` is priced at: ``L`` held inside :attr:`span` (module
+        docstring)."""
+        return float(np.clip(validate.real("context length", length), *self.span))
+
     def unit_at(self, length: float) -> float:
         """``a(L)``: one autoregressive token at context length ``L``, in the curves' unit."""
-        unit = 1.0 + (validate.real("context length", length) - self.ar_tokens) * self.ar_slope
+        unit = 1.0 + (self.priced_length(length) - self.ar_tokens) * self.ar_slope
         if not unit > 0:
             raise ValueError(
                 f"context length {length:g} prices an autoregressive token at {unit:.3g} <= 0: "
-                f"outside what the fit over {self.span[0]:g}..{self.span[1]:g} tokens admits"
+                f"the fit over {self.span[0]:g}..{self.span[1]:g} tokens does not admit it"
             )
         return unit
 
     def curves_at(self, curves: Sequence[np.ndarray], length: float) -> tuple[np.ndarray, ...]:
         """The cost curves at context length ``length``: ``c_i(m, L) / a(L)``, the target's
-        first point 1, clipped at 0 (module docstring)."""
+        first point 1, clipped at 0, ``L`` held inside the span (module docstring)."""
         if len(curves) != self.n_models:
             raise ValueError(
                 f"context_cost holds slopes of {self.n_models} models, the curves {len(curves)}"
             )
-        unit, shift = self.unit_at(length), float(length) - self.tokens
+        unit, shift = self.unit_at(length), self.priced_length(length) - self.tokens
         out = []
         for curve, s in zip(curves, self.slope, strict=True):
             c = np.asarray(curve, dtype=float)

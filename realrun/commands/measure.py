@@ -99,6 +99,13 @@ def add_model_arguments(parser: argparse.ArgumentParser, models_nargs: str = "+"
     )
     parser.add_argument("--k-max", type=int, default=12, help="largest K entry searched")
     parser.add_argument(
+        "--min-timing-seconds",
+        type=float,
+        default=60.0,
+        help="the cost curves' timing rounds go on while they took less than this, up to "
+        "four times as many (default 60: a small model's cheap rounds are timed longer)",
+    )
+    parser.add_argument(
         "--backend",
         choices=("transformers", "llama.cpp"),
         default="transformers",
@@ -179,13 +186,15 @@ def model_options(args: argparse.Namespace) -> dict[str, Any]:
     """The options of :func:`add_model_arguments` as ``measure_numerics`` and
     ``run_pipeline`` take them: the family (``mag``, ``bigram``, ``backend``), its numerics
     (``device``, ``dtype``, ``threads``, the ``batch_invariance`` rule), the decoding
-    (``--temperature``/``--top-p``), ``max_new_tokens``, ``k_max`` and ``progress``
-    (``--progress``/``--no-progress``, else bars only when stderr is a terminal)."""
+    (``--temperature``/``--top-p``), ``max_new_tokens``, ``k_max``, ``min_timing_seconds``
+    and ``progress`` (``--progress``/``--no-progress``, else bars only when stderr is a
+    terminal)."""
     from simulate.decoder.sampling import Decoding
 
     names = ("mag", "bigram", "backend", "device", "dtype", "threads", "max_new_tokens", "k_max")
     return {name: getattr(args, name) for name in names} | {
         "batch_invariance": args.batch_invariance,
+        "min_timing_seconds": args.min_timing_seconds,
         "decoding": Decoding(args.temperature, args.top_p),
         "progress": sys.stderr.isatty() if args.progress is None else args.progress,
     }

@@ -92,8 +92,14 @@ def test_prices_at_a_length():
         at_context(model_io.ModelSet.from_dict({**data(), "context_cost": None}), 5.0).context_cost
         is None
     )
-    with pytest.raises(ValueError, match="outside what the fit"):
-        cc.unit_at(380.0 - 1 / 0.0006 - 1)
+    # outside the span the fit saw, a length is priced at the span's nearest edge
+    assert cc.unit_at(-5000.0) == cc.unit_at(100.0) == pytest.approx(1 - 280 * 0.0006)
+    edge = at_context(ms, 1000.0).cost_curve
+    for far, at_edge in zip(at_context(ms, 4000.0).cost_curve, edge, strict=True):
+        np.testing.assert_array_equal(far, at_edge)
+    steep = ContextCost(400.0, 380.0, 0.01, cc.slope, (100.0, 1000.0))
+    with pytest.raises(ValueError, match="does not admit"):
+        steep.unit_at(150.0)  # 1 + (150 − 380) · 0.01 < 0 inside the span
 
 
 def test_without_context_cost_the_workload_is_theorem_fl():

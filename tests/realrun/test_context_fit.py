@@ -5,7 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from realrun.context_fit import MIN_SPAN, fit_context_cost, pass_slopes
+from realrun.context_fit import (
+    MIN_SPAN,
+    SIGNIFICANCE,
+    fit_context_cost,
+    pass_slopes,
+    significant_slopes,
+)
 from realrun.timing import FamilyTiming, PassTiming
 
 MS = (1, 2, 3, 4, 6, 8)
@@ -62,3 +68,35 @@ def test_no_fit_without_a_spread_of_contexts():
     two = (100, 900)
     few = FamilyTiming({"t": timing(two, 7e-5, 0)}, None, (8,) * 2, (0.8,) * 2, contexts=two)
     assert fit_context_cost(few, ("t", "mag"), (np.ones(8), np.zeros(1)), 0.1) is None
+
+
+def test_slopes_within_noise_are_dropped():
+    """Pass times that do not move with the context (noise only): no slope survives, and the
+    fit says so with its figures instead of pricing noise."""
+    contexts = (110, 850, 300, 620, 140, 990, 400, 200)
+    family = FamilyTiming(
+        {"t": timing(contexts, 0.0, 0.0, noise=5e-3, seed=3)},
+        None,
+        (32,) * 8,
+        (3.2,) * 8,
+        contexts=contexts,
+        ar_contexts=contexts,
+    )
+    cost, record = fit_context_cost(family, ("t", "mag"), (np.ones(8), np.zeros(1)), 0.1)
+    assert cost is None
+    u, _, se_u, _ = record["t"]["both_terms"]
+    assert abs(u) < SIGNIFICANCE * se_u and record["t"]["per_pass_s"] == 0.0
+
+
+def test_an_insignificant_term_is_dropped_and_the_other_refitted():
+    """A per-pass slope with no per-position one: the per-position term is dropped and the
+    per-pass slope refitted alone, near the truth; a clear slope of both kinds keeps both."""
+    contexts = [110, 850, 300, 620, 140, 990, 400, 200, 760, 520] * 2
+    samples = timing(contexts, 7e-5, 0.0, noise=2e-3, seed=1).samples
+    u, w, se_u, se_w = significant_slopes(contexts, samples, MS)
+    assert w == 0.0 and se_w == 0.0
+    assert u == pytest.approx(7e-5, abs=3 * se_u) and abs(u) >= SIGNIFICANCE * se_u
+    both = significant_slopes(contexts, timing(contexts, 7e-5, 2e-5, noise=1e-4).samples, MS)
+    assert both[0] == pytest.approx(7e-5, rel=0.1) and both[1] == pytest.approx(2e-5, rel=0.05)
+    quiet = significant_slopes(contexts, timing(contexts, 0.0, 0.0, noise=2e-3, seed=2).samples, MS)
+    assert quiet == (0.0, 0.0, 0.0, 0.0)

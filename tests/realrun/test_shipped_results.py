@@ -142,4 +142,4 @@ def test_context_predictions_skip_trees_and_survive_a_bad_fit(path):
         return
     steep = replace(model_set.context_cost, ar_slope=1.0, ar_tokens=max(tokens) + 10.0)
     bad = context_predictions(run, replace(model_set, context_cost=steep), tokens)
-    assert bad and all(v["point"] is None and "outside" in v["refused"] for v in bad.values())
+    assert bad and all(v["point"] is None and "not admit" in v["refused"] for v in bad.values())

@@ -8,6 +8,7 @@ import pytest
 
 from ewif.base.configuration import Configuration
 from ewif.files import results as results_io
+from realrun.ar import ar_timer
 from realrun.baselines import hf_generate
 from realrun.bigram import BigramTable
 from realrun.hf_model import HFTokenModel
@@ -18,6 +19,7 @@ from realrun.predictions import interval_coverage
 from realrun.results_tables import format_results, wall_time_lines
 from realrun.side_by_side import run_side_by_side
 from realrun.tiny import EOS, PROMPT_TEXTS
+from simulate.decoder.sampling import Decoding
 from simulate.trace_replay import replay
 
 NEW = 12
@@ -161,6 +163,26 @@ def test_hf_baselines_match_plain_greedy(tiny_models, tiny_prompts):
         assert len(ar.tokens) <= NEW and ar.seconds >= 0 and ar.prefill_seconds >= 0
 
 
+def test_the_ar_timer_decodes_from_the_targets_own_cache(tiny_models, tiny_prompts):
+    """A timing round's AR takes the prompt's keys and values from the target's cache (no
+    second prefill) and decodes what plain greedy decodes; a cache that does not hold the
+    prompt is not used, and a prefilled cache of the wrong length is refused."""
+    target = HFTokenModel(tiny_models["target"].model, "target")
+    prompt = list(tiny_prompts[0])
+    assert target.prefix_cache(prompt[:-1]) is None  # nothing cached yet
+    target.logits([*prompt, 5, 7], 1)  # a round's context: the prompt and more
+    copy = target.prefix_cache(prompt[:-1])
+    assert copy is not None and copy.get_seq_length() == len(prompt) - 1
+    assert target.prefix_cache([*prompt[:-2], (prompt[-2] + 1) % target.vocab_size]) is None
+    plain = hf_generate(target.model, prompt, NEW, EOS)
+    reused = hf_generate(target.model, prompt, NEW, EOS, prefilled=copy)
+    assert reused.tokens == plain.tokens and target.cached_length == len(prompt) + 2
+    tokens, seconds = ar_timer(target, Decoding(), EOS)(prompt, NEW)
+    assert tokens == len(plain.tokens) and seconds > 0
+    with pytest.raises(ValueError, match=r"prefilled must hold prompt\[:-1\]"):
+        hf_generate(target.model, prompt[:-1], NEW, EOS, prefilled=target.prefix_cache(prompt[:-1]))
+
+
 def test_bad_input(setup, tiny_prompts):
     models, ms = setup
     with pytest.raises(ValueError, match=r"upper[- ]triangular"):
@@ -190,8 +212,6 @@ def test_bad_input(setup, tiny_prompts):
             progress=False,
         )
     with pytest.raises(ValueError, match="greedy only"):
-        from simulate.decoder.sampling import Decoding
-
         run_side_by_side(
             [Method("PL", "hf-prompt-lookup", ("target",), k=3)],
             models,

@@ -111,7 +111,9 @@ def test_every_round_times_every_pass_and_ar_once_cycling_contexts(fake_clock):
     for r, prompt in zip(rounds, prompts, strict=True):
         ctx = r[0][1]
         assert r[:2] == [("target", ctx, 1), ("draft", ctx, 1)]
-        timed = sorted((name, length - ctx, n) for name, length, n in r[2:] if name != "ar")
+        timed = sorted(
+            (name, length - ctx, n) for name, length, n in r[2:] if name != "ar" and length > ctx
+        )
         # the curve's passes return all their logit rows
         curve = [(n, m, m) for n in ("target", "draft") for m in (1, 2, 3)]
         # and the drafter's two-position pass once more with one row (its row cost)
@@ -120,7 +122,9 @@ def test_every_round_times_every_pass_and_ar_once_cycling_contexts(fake_clock):
     assert got.row_seconds("draft") == pytest.approx((0.0, 0.0), abs=1e-12)
     assert got.row_seconds("target") is None
     # interleaved: in some round a draft pass comes between two target passes
-    order = ["".join(name[0] for name, *_ in r[2:] if name != "ar") for r in rounds]
+    order = [
+        "".join(n[0] for n, length, _ in r[2:] if n != "ar" and length > r[0][1]) for r in rounds
+    ]
     assert any("tdt" in o for o in order)
 
 
@@ -191,3 +195,46 @@ def test_a_drafters_row_cost_is_timed_against_its_one_row_pass(fake_clock):
     h, se = got.row_seconds("draft")
     assert h == pytest.approx(0.03) and se == pytest.approx(0.0, abs=1e-12)
     assert got.merged(got).one_row["draft"] == got.one_row["draft"] * 2
+
+
+def test_a_pass_after_ar_feeds_exactly_m_positions(fake_clock):
+    """Our decoder's AR rolls the target's cache back to the prompt; the passes timed after
+    it in the round still feed only their ``m`` positions (the cache is brought back to the
+    round's context outside the clock), so every sample is the pass's own cost."""
+    clock, _, models, _ = family()
+    fake_clock(clock)
+
+    def ar(context, n):
+        models[0].logits(list(context), 1)  # prefill outside the clock, as realrun.ar does
+        start = clock()
+        clock.spend(1.1 * n)
+        return n, clock() - start
+
+    got = time_family(
+        models, [([1] * 5, [4] * 12)], 3, ar=ar, decoding=Decoding(), rounds=6, warmup=0
+    )
+    for model in models:
+        timed = got.passes[model.name]
+        for m, samples in zip(timed.m, timed.samples, strict=True):
+            assert samples == pytest.approx([model.cost(m)] * 6)
+
+
+def test_cheap_rounds_are_added_until_the_time_floor(fake_clock):
+    """Rounds keep coming while the timed ones took less than ``min_seconds``, up to
+    ``max_rounds``; a floor already met adds none; bad floors are refused."""
+    clock, _, models, ar = family()
+    fake_clock(clock)
+    contexts = [([1] * 5, [4] * 6)]
+    kw = {"ar": ar, "decoding": Decoding(), "warmup": 0, "ar_tokens": 4}
+    # one round costs about 4.4 (AR) + the passes' 1 + 1.5 + 2 + 0.2·(...) ≈ 10 fake seconds
+    few = time_family(models, contexts, 3, rounds=2, **kw)
+    assert len(few.contexts) == 2
+    more = time_family(models, contexts, 3, rounds=2, min_seconds=45.0, **kw)
+    assert 4 <= len(more.contexts) <= 6 and len(more.ar_tokens) == len(more.contexts)
+    capped = time_family(models, contexts, 3, rounds=2, min_seconds=1e6, max_rounds=3, **kw)
+    assert len(capped.contexts) == 3
+    assert len(time_family(models, contexts, 3, rounds=2, min_seconds=1e6, **kw).contexts) == 8
+    with pytest.raises(ValueError, match="min_seconds"):
+        time_family(models, contexts, 3, rounds=2, min_seconds=-1.0, **kw)
+    with pytest.raises(ValueError, match=r"max_rounds must be at least rounds \(2\)"):
+        time_family(models, contexts, 3, rounds=2, max_rounds=1, **kw)

@@ -187,8 +187,9 @@ def test_a_drift_the_new_unit_cancels_and_the_old_one_does_not(machine):
 
 
 def test_a_length_the_fit_does_not_admit_is_refused_not_fatal():
-    """Far outside the measured contexts a fitted AR slope below 0 prices an AR token at or
-    below 0: the run's c(m, L) figures are left out with the reason, the run is kept."""
+    """A fitted AR slope steep enough to price an AR token at or below 0 within its span (a
+    longer length is priced at the span's edge): the run's c(m, L) figures are left out with
+    the reason, the run is kept."""
     from dataclasses import replace
     from pathlib import Path
 
@@ -199,13 +200,13 @@ def test_a_length_the_fit_does_not_admit_is_refused_not_fatal():
     run = results_io.load(Path(__file__).parents[2] / "realrun/data/cpu_results_smollm2.json")
     shipped = ModelSet.from_dict(run.metadata["model_set"], "run")
     slopes = tuple(np.zeros(1) for _ in shipped.models)
-    cost = ContextCost(120.0, 120.0, -0.006, slopes, (60.0, 190.0))
+    cost = ContextCost(120.0, 120.0, -0.006, slopes, (60.0, 400.0))
     model_set = replace(shipped, context_cost=cost)
     assert timing_at(model_set, 150) is not None
-    assert timing_at(model_set, 800) is None  # 1 + 680 · (−0.006) < 0
+    assert timing_at(model_set, 800) is None  # at the span's edge: 1 + 280 · (−0.006) < 0
     n = run.prompts
     short = context_predictions(run, model_set, [150] * n)
     far = context_predictions(run, model_set, [800] * n)
     assert short and all(v["point"] > 0 for v in short.values())
     assert set(far) == set(short)
-    assert all(v["point"] is None and "admits" in v["refused"] for v in far.values())
+    assert all(v["point"] is None and "does not admit" in v["refused"] for v in far.values())
