@@ -102,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
         }
         contexts = [L for L in LENGTHS for _ in range(args.rounds)]
         samples = [[s for L in LENGTHS for s in seconds[(i, L, m)]] for m in MS]
-        u, w, se_u, se_w = pass_slopes(contexts, samples, MS)
+        u, w, se_u, se_w, _ = pass_slopes(contexts, samples, MS)
         out["models"][lm.name] = {
             "cells": cells,
             "per_pass_s": u,

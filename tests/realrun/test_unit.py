@@ -210,3 +210,10 @@ def test_a_length_the_fit_does_not_admit_is_refused_not_fatal():
     assert short and all(v["point"] > 0 for v in short.values())
     assert set(far) == set(short)
     assert all(v["point"] is None and "does not admit" in v["refused"] for v in far.values())
+    # below the span: priced at its edge (60 tokens) wherever it is, counted, not extrapolated
+    assert all(v["outside_span"] == 0 for v in short.values())
+    below = context_predictions(run, model_set, [1] * n)
+    further = context_predictions(run, model_set, [20] * n)
+    assert all(v["outside_span"] > 0 for v in below.values())
+    assert [v["point"] for v in below.values()] == [v["point"] for v in further.values()]
+    assert below != short
