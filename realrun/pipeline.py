@@ -190,7 +190,29 @@ def run_pipeline(
         methods += tree_methods(found, methods)
         tree_parts = (found, tree_pass_timing(family, measuring, model_set, progress))
     ids = [encode(p, family.tokenizer) for p in held]
-    results = run_side_by_side(
+    label = family_label or " > ".join(family.names)
+    results = _run_held_out(
+        methods, family, ids, model_set, (max_new_tokens, decoding), label, progress
+    )
+    return _with_pipeline_metadata(
+        results, model_set, family, (measuring, held, ids), held_out_categories, rec, tree_parts
+    )
+
+
+def _run_held_out(
+    methods: list[Method],
+    family: Family,
+    ids: list[list[int]],
+    model_set: ModelSet,
+    generation: tuple[int, Decoding],
+    label: str,
+    progress: bool,
+) -> Results:
+    """Every method on the held-out prompts ``ids``, side by side, each generating up to
+    ``max_new_tokens`` with ``decoding`` (``generation``;
+    :func:`realrun.side_by_side.run_side_by_side`)."""
+    max_new_tokens, decoding = generation
+    return run_side_by_side(
         methods,
         {m.name: m for m in family.chain},
         ids,
@@ -199,11 +221,8 @@ def run_pipeline(
         eos_token_id=family.tokenizer.eos_token_id,
         decoding=decoding,
         device=f"{family.device} ({family.dtype}, {torch.get_num_threads()} threads)",
-        family=family_label or " > ".join(family.names),
+        family=label,
         progress=progress,
-    )
-    return _with_pipeline_metadata(
-        results, model_set, family, (measuring, held, ids), held_out_categories, rec, tree_parts
     )
 
 
