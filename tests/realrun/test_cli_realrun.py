@@ -238,6 +238,11 @@ def test_bad_input_exits_2_with_one_line(
         "give dtype and threads",
     )
     _bad(["realrun", t, near, "--mag", *common], capsys, "none is left for the held-out split")
+    _bad(
+        ["measure", t, near, *common, "--min-timing-seconds", "-5", "-o", str(tmp_path / "x.json")],
+        capsys,
+        "--min-timing-seconds must be",
+    )
     with pytest.raises(SystemExit) as exit_:  # argparse's usage error
         main(["measure", t, near, "--threads", "0", "-o", str(tmp_path / "x.json")])
     assert exit_.value.code == 2 and "positive integer" in capsys.readouterr().err
