@@ -372,8 +372,7 @@ class _Rounds:
         """One round: the curve's passes (all rows), each drafter's one-row two-position
         pass, the autoregressive generation and the probes, in one shuffled order."""
         ctx = prompt + continuation[: self.rng.randint(0, len(continuation))]
-        for model in self.models:  # prefill outside the clock, as a run does
-            model.logits(ctx, 1)
+        self._at_context(ctx)  # prefill outside the clock, as a run does
         order: list[tuple] = [("pass", i, m, m) for i in range(len(self.models)) for m in self.ms]
         order += [("pass", i, 2, 1) for i in self.one_row]
         order += [("ar",), *(("probe", name) for name in self.probes)]
@@ -382,10 +381,14 @@ class _Rounds:
         for item in order:
             done[item] = self._timed(item, ctx, prompt, continuation)
             if item[0] != "pass":  # AR and probes may move a cache: back to ctx, untimed
-                for model in self.models:
-                    model.logits(ctx, 1)
+                self._at_context(ctx)
         if keep:
             self._record(done, len(ctx), len(prompt))
+
+    def _at_context(self, ctx: list[int]) -> None:
+        """Every model's cache holding ``ctx`` (a one-token pass each, outside the clock)."""
+        for model in self.models:
+            model.logits(ctx, 1)
 
     def _timed(self, item: tuple, ctx, prompt, continuation) -> tuple:
         if item[0] == "ar":
