@@ -46,7 +46,7 @@ from tqdm.auto import tqdm
 
 from ewif.base import validate
 from ewif.files.rank_acceptance import RankAcceptance
-from realrun.rank_measure import RANKS, rank_rows, rank_section
+from realrun.rank_measure import RANKS, presence_rows, rank_rows, rank_section
 from simulate.decoder.cascade import CascadeDecoder
 from simulate.decoder.interface import Proposer, TokenModel
 from simulate.decoder.sampling import Decoding
@@ -134,6 +134,8 @@ class Acceptance:
     skipped: tuple[int, ...] = ()  # prompts (indices) whose continuation was empty
     #: ``ranks[(lenience, r, j)]``: per prompt, ``(T, R)`` rows of each rank's acceptance
     ranks: dict[tuple[float, int, int], list[np.ndarray]] = field(default_factory=dict)
+    #: ``present[j]``: per prompt, ``(T, R)`` rows of proposer ``j``'s candidate presence
+    present: dict[int, list[np.ndarray]] = field(default_factory=dict)
 
     def alpha(self, n_models: int) -> dict[float, np.ndarray]:
         """``α[l][r, j]``: mean acceptance over all positions; the target row uses ``l = 1``."""
@@ -158,7 +160,7 @@ class Acceptance:
     def rank_acceptance(self) -> RankAcceptance | None:
         """The rank-acceptance section (:func:`realrun.rank_measure.rank_section`); None
         when ranks were not measured."""
-        return rank_section(self.ranks, self.runs) if self.ranks else None
+        return rank_section(self.ranks, self.runs, self.present) if self.ranks else None
 
     def traces(self) -> dict[tuple[float, int, int], tuple[np.ndarray, ...]]:
         """Per pair and lenience, the per-position acceptances of every prompt: what
@@ -203,6 +205,7 @@ def measure_acceptance(
     rng = np.random.default_rng(seed)
     runs: dict[tuple[float, int, int], list[np.ndarray]] = {}
     ranked: dict[tuple[float, int, int], list[np.ndarray]] = {}
+    present: dict[int, list[np.ndarray]] = {}
     contexts: list[tuple[list[int], list[int]]] = []
     skipped: list[int] = []
     try:
@@ -222,10 +225,13 @@ def measure_acceptance(
                 runs.setdefault(key, []).append(a)
             for key, r in rows.items():
                 ranked.setdefault(key, []).append(r)
+            if ranks:
+                for j, q in presence_rows(models, p + cont, len(p), ranks).items():
+                    present.setdefault(j, []).append(q)
             contexts.append((p, cont))
     except KeyboardInterrupt:
         if not contexts:
             raise
     if not contexts:
         raise ValueError("the target generated no tokens on any prompt; nothing to measure")
-    return Acceptance(runs, contexts, decoding, max_new_tokens, tuple(skipped), ranked)
+    return Acceptance(runs, contexts, decoding, max_new_tokens, tuple(skipped), ranked, present)

@@ -20,6 +20,10 @@ verification rule (:mod:`simulate.decoder.tree_verify`, Theorem TL) accepts at t
   it is averaged over ``draws`` draws of the candidates (Monte Carlo, seeded), except rank 1,
   whose expectation ``Σ_x min(q(x), l·p(x))`` is the chain's α exactly.
 
+A proposer may find fewer than ``R`` candidates: the share of positions where it found at
+least ``b`` is its candidate presence ``q_b`` (:func:`presence_rows`, Theorem TP), what a tree
+or siblings of its candidates really feed the reviewer.
+
 Rank 1 is the chain's draft token in every case, so the first column equals the per-position
 acceptance α is the mean of (:func:`realrun.acceptance.measure_acceptance` puts that array
 there): ``p_1 = α`` exactly. A rank a proposer does not fill has probability 0.
@@ -47,6 +51,7 @@ __all__ = [
     "RANKS",
     "candidate_table",
     "greedy_rank_rows",
+    "presence_rows",
     "rank_rows",
     "rank_section",
     "sampling_rank_rows",
@@ -146,6 +151,19 @@ def _stages(
     return out
 
 
+def presence_rows(
+    models: Sequence, seq: Sequence[int], prompt_length: int, ranks: int
+) -> dict[int, np.ndarray]:
+    """``(T, ranks)`` per proposer ``j`` (a model that is not a :class:`TokenModel`): 1 where
+    it found at least ``b`` candidates at a teacher-forced position, else 0 (module
+    docstring)."""
+    return {
+        j: (candidate_table(model, None, seq, prompt_length, ranks) >= 0).astype(float)
+        for j, model in enumerate(models)
+        if j > 0 and not isinstance(model, TokenModel)
+    }
+
+
 def rank_rows(
     models: Sequence,
     logits: dict[int, np.ndarray],
@@ -181,12 +199,14 @@ def rank_rows(
 def rank_section(
     ranks: dict[tuple[float, int, int], list[np.ndarray]],
     runs: dict[tuple[float, int, int], list[np.ndarray]],
+    present: dict[int, list[np.ndarray]] | None = None,
 ) -> RankAcceptance:
     """The model set's ``rank_acceptance`` from each pair's rows per prompt (``ranks``) and
     its per-position α (``runs``): the vectors (the mean row over all positions, ``p_1``
     computed as α is; every measured rank kept, a rank never accepted at 0, so any tree of
-    those ranks is priced) and, with two prompts or more, per prompt the sum of each rank's
-    column (rank 1: α's own sums) and the positions."""
+    those ranks is priced), with two prompts or more, per prompt the sum of each rank's
+    column (rank 1: α's own sums) and the positions, and each proposer's presence, the mean
+    of its :func:`presence_rows` over all positions."""
     vectors, by_prompt = {}, {}
     for key, tables in ranks.items():
         p = np.concatenate(tables).mean(axis=0)
@@ -197,4 +217,5 @@ def rank_section(
             row[0] = float(a.sum())
         by_prompt[key] = np.array(sums)
     prompts = len(next(iter(runs.values())))
-    return RankAcceptance(vectors, by_prompt if prompts >= 2 else {})
+    presence = {j: np.concatenate(rows).mean(axis=0) for j, rows in (present or {}).items()}
+    return RankAcceptance(vectors, by_prompt if prompts >= 2 else {}, presence)

@@ -64,6 +64,7 @@ def witness(cascade: Any, seed: int) -> TreeSteps:
         tree=tree,
         siblings=cascade.siblings,
         proposers=cascade.proposers,
+        presence={j: q.tolist() for j, q in cascade.presence.items()},
         seed=seed,
     )
 

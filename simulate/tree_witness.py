@@ -20,6 +20,13 @@ every token is a fresh id and every model with ``catch_up`` keeps the list of to
   (``p_2 + … + p_(s_j+1)``: the step yields the accepted spine, a fresh sibling and a fresh
   bonus), or a stop (a fresh correction).
 
+* **Candidates a proposer does not find** (``presence[j]``, Theorem TP): at every node of its
+  tree that is there (the root always), one uniform draw ``u`` gives its candidate count
+  ``K = #{b : u < q_b}`` and the children of rank ``<= K`` are there; at every position of its
+  block in the target's draft, ``S = #{i <= s_j : u < q_(i+1) / q_1}`` siblings are. The
+  reviewer's pass feeds the nodes that are there. The walk draws its ranks as above, apart
+  from these draws (the pass's size and what it accepts independent, as the theory takes them).
+
 The caches then follow from the token lists alone (a sibling or a correction is a new id,
 so no model's fed prefix matches beyond it).
 """
@@ -29,7 +36,12 @@ from __future__ import annotations
 import random
 from collections.abc import Mapping, Sequence
 
-from ewif.base.tree_checks import rank_acceptance, tree_parents, tree_ranks
+from ewif.base.tree_checks import (
+    candidate_presence,
+    rank_acceptance,
+    tree_parents,
+    tree_ranks,
+)
 from simulate.fed_positions import FedPositions, Price
 
 __all__ = ["TreeSteps"]
@@ -41,7 +53,7 @@ class TreeSteps(FedPositions):
     equal ``alpha[r][j]``; a pair not given draws with ``(alpha[r][j],)``), ``tree = (r, j,
     parents, ranks)`` a tree review (``ranks`` None: by order of appearance), ``siblings[j]``
     the siblings per token of block ``j`` at the target, ``proposers[j]`` a drafter that looks
-    its tree up."""
+    its tree up, ``presence[j]`` a proposer's candidate presence ``(q_1, …)``."""
 
     def __init__(
         self,
@@ -55,6 +67,7 @@ class TreeSteps(FedPositions):
         tree: tuple[int, int, Sequence[int], Sequence[int] | None] | None = None,
         siblings: Sequence[int] | None = None,
         proposers: Sequence[bool] | None = None,
+        presence: Mapping[int, Sequence[float]] | None = None,
         seed: int = 0,
     ) -> None:
         rng = random.Random(seed)
@@ -66,6 +79,10 @@ class TreeSteps(FedPositions):
         }
         self.siblings = [0] * (self.n + 1) if siblings is None else [int(s) for s in siblings]
         self.proposers = [False] * (self.n + 1) if proposers is None else list(proposers)
+        self.presence = {
+            int(j): candidate_presence(f"presence[{j}]", q).tolist()
+            for j, q in (presence or {}).items()
+        }
         self.tree = None
         if tree is not None:
             r, j, parents, ranks = tree
@@ -84,6 +101,14 @@ class TreeSteps(FedPositions):
             if u < total:
                 return b
         return 0
+
+    def _found(self, j: int, thresholds: Sequence[float]) -> int:
+        """How many of ``thresholds`` (non-increasing) one uniform draw falls below: the
+        candidates proposer ``j`` finds (all of them when it has no presence vector)."""
+        if j not in self.presence:
+            return len(thresholds)
+        u = self._uniform()
+        return sum(u < x for x in thresholds)
 
     def _record(self, i: int, m: int, rows: int) -> None:
         self.step_sizes[i][m] = self.step_sizes[i].get(m, 0) + 1
@@ -118,7 +143,14 @@ class TreeSteps(FedPositions):
             for m in fed[1:]:
                 if m:
                     self._record(j, m, m)
-        self._reviewer_pass(r, context, node[1:], n)
+        there = [True] + [False] * (n - 1)
+        for v in range(n):
+            if there[v] and kids[v]:
+                found = self._found(j, self.presence.get(j, ()))
+                for b, c in kids[v].items():
+                    there[c] = j not in self.presence or b <= found
+        present = [node[v] for v in range(1, n) if there[v]]
+        self._reviewer_pass(r, context, present, len(present) + 1)
         path, v = [], 0
         while (b := self._rank_drawn(r, j, len(self._vector(r, j)))) and b in kids[v]:
             v = kids[v][b]
@@ -145,7 +177,7 @@ class TreeSteps(FedPositions):
     # ------------------------------------------------------------------ siblings at the target
     def _sibling_review(self, context: list[int]) -> tuple[list[int], list[int]]:
         draft, producers = self._spine(context)
-        extra = sum(self.siblings[j] for j in producers)
+        extra = sum(self._sibling_count(j) for j in producers)
         self._record(0, len(draft) + 1 + extra, len(draft) + 1 + extra)
         for i, j in enumerate(producers):
             b = self._rank_drawn(0, j, 1 + self.siblings[j])
@@ -155,6 +187,15 @@ class TreeSteps(FedPositions):
                 return [*draft[:i], self._token(), self._token()], [j] * (i + 1) + [0]
             return [*draft[:i], self._token()], [j] * i + [0]
         return [*draft, self._token()], [*producers, 0]
+
+    def _sibling_count(self, j: int) -> int:
+        """The siblings there at a position of drafter ``j``'s block: ``s_j``, or for a
+        proposer with a presence vector ``#{i <= s_j : u < q_(i+1) / q_1}``."""
+        s = self.siblings[j]
+        q = self.presence.get(j)
+        if q is None or s == 0:
+            return s
+        return self._found(j, [x / q[0] for x in q[1 : s + 1]])
 
     def _spine(self, context: list[int]) -> tuple[list[int], list[int]]:
         """Algorithm 1's draft of the target (:meth:`FedPositions._draft` of row 0) and the

@@ -4,6 +4,9 @@ A token tree is a parent list with ranked children: node 0 is the root (its pare
 ``-1`` or ``None``), every other node ``v`` has a parent ``parents[v]`` in ``[0, v)`` (a node
 comes after its parent, so the list is a tree), and a rank among its siblings, an integer
 ``>= 1`` distinct from theirs (by default the order in which the siblings appear: 1, 2, …).
+A candidate-presence vector ``q = (q_1, …, q_R)`` gives ``q_b`` = P(the drafter has at least
+``b`` ranked candidates at a node): ``R >= 1`` probabilities, non-increasing (a proposer such as
+Max-Gram may find fewer than asked; a neural drafter always has them all, ``q = 1``).
 A rank-acceptance vector ``p = (p_1, …, p_R)`` gives ``p_b`` = P(the reviewer's token is the
 drafter's ``b``-th ranked candidate): ``R >= 1`` finite numbers ``>= 0`` summing to at most 1.
 
@@ -23,7 +26,14 @@ from ewif.base.validate import count, shown
 #: Rounding slack on ``Σ p_b <= 1`` (a measured vector's sum may round a few ulps above 1).
 SUM_SLACK = 1e-9
 
-__all__ = ["SUM_SLACK", "node_count", "rank_acceptance", "tree_parents", "tree_ranks"]
+__all__ = [
+    "SUM_SLACK",
+    "candidate_presence",
+    "node_count",
+    "rank_acceptance",
+    "tree_parents",
+    "tree_ranks",
+]
 
 
 def tree_parents(name: str, parents: object) -> tuple[int, ...]:
@@ -93,9 +103,39 @@ def tree_ranks(name: str, parents: tuple[int, ...], ranks: object | None) -> tup
 def rank_acceptance(name: str, vector: object) -> np.ndarray:
     """A rank-acceptance vector ``(p_1, …, p_R)``: ``R >= 1`` finite numbers ``>= 0`` with
     ``Σ p_b <= 1`` (read-only float array)."""
+    out = _probabilities(name, vector, "p")
+    total = math.fsum(out)
+    if total > 1.0 + SUM_SLACK:
+        raise ValueError(
+            f"{name} must sum to at most 1 (the ranks are exclusive events), got sum "
+            f"{total!r} for {out.tolist()}"
+        )
+    return out
+
+
+def candidate_presence(name: str, vector: object) -> np.ndarray:
+    """A candidate-presence vector ``(q_1, …, q_R)``: ``R >= 1`` probabilities in ``[0, 1]``,
+    non-increasing (at least ``b + 1`` candidates implies at least ``b``; read-only array)."""
+    out = _probabilities(name, vector, "q")
+    if out[0] > 1.0 + SUM_SLACK:
+        raise ValueError(f"{name} must hold probabilities <= 1, got q_1 = {out[0]!r}")
+    rises = np.flatnonzero(np.diff(out) > SUM_SLACK)
+    if rises.size:
+        b = int(rises[0]) + 1
+        raise ValueError(
+            f"{name} must be non-increasing (q_b = P(at least b candidates)), got "
+            f"q_{b} = {float(out[b - 1])!r} < q_{b + 1} = {float(out[b])!r}"
+        )
+    return out
+
+
+def _probabilities(name: str, vector: object, letter: str) -> np.ndarray:
+    """``R >= 1`` finite numbers ``>= 0`` (read-only float array); the message names the
+    vector ``(letter_1, …, letter_R)``."""
     if isinstance(vector, str | bytes) or not isinstance(vector, Sequence | np.ndarray):
         raise ValueError(
-            f"{name} must be a list of probabilities (p_1, ..., p_R), got {shown(vector)}"
+            f"{name} must be a list of probabilities ({letter}_1, ..., {letter}_R), got "
+            f"{shown(vector)}"
         )
     try:
         flat = np.ndim(vector) == 1
@@ -103,21 +143,18 @@ def rank_acceptance(name: str, vector: object) -> np.ndarray:
         flat = False
     if not flat or len(vector) == 0:
         raise ValueError(
-            f"{name} must be a non-empty 1-D list (p_1, ..., p_R), got {shown(vector)}"
+            f"{name} must be a non-empty 1-D list ({letter}_1, ..., {letter}_R), got "
+            f"{shown(vector)}"
         )
     out = []
     for b, x in enumerate(vector, start=1):
         if isinstance(x, np.generic):
             x = x.item()
         if isinstance(x, bool) or not isinstance(x, numbers.Real) or not math.isfinite(x) or x < 0:
-            raise ValueError(f"{name} must hold finite probabilities >= 0, got p_{b} = {shown(x)}")
+            raise ValueError(
+                f"{name} must hold finite probabilities >= 0, got {letter}_{b} = {shown(x)}"
+            )
         out.append(float(x))
-    total = math.fsum(out)
-    if total > 1.0 + SUM_SLACK:
-        raise ValueError(
-            f"{name} must sum to at most 1 (the ranks are exclusive events), got sum "
-            f"{total!r} for {out}"
-        )
     arr = np.asarray(out)
     arr.setflags(write=False)
     return arr

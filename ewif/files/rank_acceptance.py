@@ -12,10 +12,14 @@ chains. In the file (keys ``"l,r,j"`` as in ``bootstrap``)::
     rank_acceptance:
       vectors: {"1,0,1": [0.73, 0.08, 0.03], "3,1,2": [0.52, 0.11]}
       by_prompt: {"1,0,1": [[[23.0, 2.5, 1.0], 32], [[19.0, 3.0, 0.5], 32]]}   # optional
+      presence: {"2": [1.0, 0.43, 0.12]}                                         # optional
 
 ``by_prompt`` (optional) is the per-prompt evidence the bootstrap resamples: for each
 measuring prompt, the sums over its positions of each rank's probability (``R`` numbers) and
-its number of positions.
+its number of positions. ``presence`` (optional) gives, for a proposer ``j`` (a set index),
+``q_b`` = P(it finds at least ``b`` ranked candidates at a position), measured on the same
+positions: what a tree or siblings of its candidates really feed the reviewer (Theorem TP,
+:mod:`ewif.kernel.tree`); a proposer without it is priced as finding them all.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from ewif.base import validate
-from ewif.base.tree_checks import rank_acceptance
+from ewif.base.tree_checks import candidate_presence, rank_acceptance
 from ewif.files.bootstrap_data import key_in, key_out
 
 Key = tuple[float, int, int]
@@ -38,11 +42,13 @@ __all__ = ["Key", "RankAcceptance"]
 
 @dataclass(frozen=True)
 class RankAcceptance:
-    """The section: ``vectors[(l, r, j)]`` and the optional ``by_prompt[(l, r, j)]``, an array
-    of shape ``(prompts, R + 1)`` (rank sums, then the positions)."""
+    """The section: ``vectors[(l, r, j)]``, the optional ``by_prompt[(l, r, j)]``, an array
+    of shape ``(prompts, R + 1)`` (rank sums, then the positions), and the optional
+    ``presence[j]`` of proposers (module docstring)."""
 
     vectors: Mapping[Key, np.ndarray]
     by_prompt: Mapping[Key, np.ndarray] = field(default_factory=dict)
+    presence: Mapping[int, np.ndarray] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         vectors = {
@@ -50,6 +56,11 @@ class RankAcceptance:
             for key, v in self.vectors.items()
         }
         object.__setattr__(self, "vectors", vectors)
+        presence = {
+            int(j): candidate_presence(f"rank_acceptance.presence['{j}']", q)
+            for j, q in self.presence.items()
+        }
+        object.__setattr__(self, "presence", presence)
         prompts = set()
         for key, table in self.by_prompt.items():
             name = f"rank_acceptance.by_prompt['{key_out(key)}']"
@@ -96,6 +107,12 @@ class RankAcceptance:
                         "(lenience is never applied at the target)"
                     )
                 target[j] = p
+        models = next(iter(alpha.values())).shape[0]
+        for j in self.presence:
+            if not 1 <= j < models:
+                raise ValueError(
+                    f"rank_acceptance.presence['{j}'] must name a drafter 1..{models - 1}"
+                )
 
     def vector(self, lenience: float, r: int, j: int, alpha: float) -> np.ndarray:
         """``p`` of pair ``(r, j)`` at ``lenience`` (``r = 0``: any lenience's), or the chain's
@@ -114,6 +131,8 @@ class RankAcceptance:
                 key_out(k): [[row[:-1].tolist(), float(row[-1])] for row in np.asarray(t)]
                 for k, t in sorted(self.by_prompt.items())
             }
+        if self.presence:
+            out["presence"] = {str(j): q.tolist() for j, q in sorted(self.presence.items())}
         return out
 
     @classmethod
@@ -123,7 +142,7 @@ class RankAcceptance:
             raise ValueError(
                 "rank_acceptance must be a mapping with 'vectors' ('l,r,j' -> [p_1, ...])"
             )
-        unknown = set(raw) - {"vectors", "by_prompt"}
+        unknown = set(raw) - {"vectors", "by_prompt", "presence"}
         if unknown:
             raise ValueError(f"rank_acceptance has unknown keys {sorted(unknown)}")
         vectors = validate.keyed(
@@ -136,7 +155,10 @@ class RankAcceptance:
             "'l,r,j'",
             "per-prompt [[sums], positions]",
         )
-        return cls(vectors, {k: _prompt_rows(k, v) for k, v in prompts.items()})
+        presence = validate.keyed(
+            "rank_acceptance.presence", raw.get("presence") or {}, int, "'j'", "[q_1, ...]"
+        )
+        return cls(vectors, {k: _prompt_rows(k, v) for k, v in prompts.items()}, presence)
 
 
 def _prompt_rows(key: Key, rows: Any) -> np.ndarray:

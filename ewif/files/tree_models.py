@@ -16,7 +16,7 @@ from ewif.files.tree_config import TreeConfig
 from ewif.kernel.tree import Tree
 from ewif.kernel.tree_cascade import TreeCascade, TreeReview
 
-__all__ = ["is_proposer", "load_tree", "rank_vector", "tree_cascade"]
+__all__ = ["candidate_presence", "is_proposer", "load_tree", "rank_vector", "tree_cascade"]
 
 
 def is_proposer(model_set: ModelSet, name: str) -> bool:
@@ -64,6 +64,7 @@ def tree_cascade(
     rank = {(r, j): rank_vector(model_set, lenience, idx[r], idx[j]) for r, j in pairs}
     siblings = [config.siblings.get(m, 0) for m in config.models]
     siblings[0] = 0
+    proposers = [i > 0 and is_proposer(model_set, m) for i, m in enumerate(config.models)]
     curves = cascade.cost_curve
     return TreeCascade(
         cascade.alpha,
@@ -72,7 +73,8 @@ def tree_cascade(
         rank=rank,
         tree=review,
         siblings=siblings,
-        proposers=[i > 0 and is_proposer(model_set, m) for i, m in enumerate(config.models)],
+        proposers=proposers,
+        presence=candidate_presence(model_set, idx, proposers),
         cost_per_token=None if curves is not None else cascade.cost_per_token,
         fill=fill,
         names=config.models,
@@ -80,6 +82,16 @@ def tree_cascade(
         catch_up=cascade.catch_up,
         row_cost=cascade.pass_cost.row_cost,
     )
+
+
+def candidate_presence(
+    model_set: ModelSet, idx: Sequence[int], proposers: Sequence[bool]
+) -> dict[int, np.ndarray]:
+    """The measured candidate presence of the chosen proposers (Theorem TP), by position in
+    the configuration (``idx``: their set indices); empty for a set without it."""
+    section = model_set.rank_acceptance
+    measured = {} if section is None else section.presence
+    return {i: measured[j] for i, j in enumerate(idx) if proposers[i] and j in measured}
 
 
 def load_tree(path: str | Path) -> tuple[ModelSet, TreeConfig | None]:

@@ -27,9 +27,18 @@ a^i]``. The drafters' passes are Algorithm 1's (Wald over the nested calls); a K
 drafter's unfed tail after a sibling stop holds one token more (the sibling and the bonus,
 instead of the correction): Theorem CU's exit with ``(t, u) → (t + 1, u + 1)`` on sibling
 stops (:func:`ewif.kernel.catch_up.feed` with ``sigma``). With ``s = 0`` this is Algorithm 1.
+
+**Siblings a proposer does not find** (Theorem TP, :mod:`ewif.kernel.tree`). A proposer's
+runner-ups are its other matches, which may run out: with ``q_b`` = P(at least ``b``
+candidates), independent across positions, a position of its block carries ``S`` siblings with
+``P(S >= i) = q_(i+1) / q_1`` (``i <= s_j``; the main token is there), so the block's positions
+are the compound sum ``Σ_(t <= L_j) (1 + S_t)`` instead of ``(1 + s_j)·L_j``. The tokens are
+unchanged: ``σ_j`` already counts a missing sibling as not taken.
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -39,7 +48,7 @@ from ewif.kernel.catch_up import accepted_law
 from ewif.kernel.pass_cost import PassCost
 from ewif.kernel.review_call import Call, block_length, review_call
 
-__all__ = ["sibling_call", "sibling_outcome"]
+__all__ = ["block_positions", "sibling_call", "sibling_outcome"]
 
 
 def sibling_outcome(blocks: list[tuple[float, float, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
@@ -60,11 +69,13 @@ def sibling_call(
     pass_cost: PassCost,
     fill: str,
     memo: dict,
+    presence: Mapping[int, np.ndarray] | None = None,
 ) -> Call:
     """The target's review call with ``siblings[j]`` siblings at each position of drafter
     ``j``'s block, taken with probability ``sigma[j]`` (Theorem TB); ``rows`` the K rows of
     models ``0..n−1``, ``memo`` the kernel's memo of nested calls (shared with
-    :func:`ewif.kernel.review_call.review_call`)."""
+    :func:`ewif.kernel.review_call.review_call`); ``presence[j]`` a proposer's candidate
+    presence (module docstring; a drafter not in it has all its siblings)."""
     chain = review_call(0, rows, alpha, pass_cost, fill, memo)
     n = len(rows)
     blocks = []
@@ -79,7 +90,8 @@ def sibling_call(
             sub = review_call(j, rows[j:], alpha, pass_cost, fill, memo)
             length, _ = block_length(sub.pmf, b, fill)
         blocks.append((float(alpha[0, j]), float(sigma[j]), length))
-        positions = np.convolve(positions, _spread(length, 1 + siblings[j]))
+        block = block_positions(length, siblings[j], (presence or {}).get(j))
+        positions = np.convolve(positions, block)
     pmf, all_accepted = sibling_outcome(blocks)
     m_pmf = np.concatenate([[0.0], positions])
     cost = chain.cost.copy()
@@ -88,8 +100,33 @@ def sibling_call(
     return Call(pmf, cost, chain.passes.copy(), all_accepted, positions, sizes)
 
 
-def _spread(length: np.ndarray, k: int) -> np.ndarray:
-    """The pmf of ``k·L`` for ``L`` with pmf ``length``."""
-    out = np.zeros(k * (length.size - 1) + 1)
-    out[::k] = length
+def block_positions(length: np.ndarray, s: int, presence: np.ndarray | None) -> np.ndarray:
+    """The pmf of the positions a block of ``L`` draft tokens (pmf ``length``) puts in the
+    target's pass with ``s`` siblings per token: ``(1 + s)·L``, or with a proposer's
+    ``presence`` the compound sum ``Σ_(t <= L) (1 + S_t)`` (module docstring)."""
+    if presence is None or s == 0:
+        out = np.zeros((1 + s) * (length.size - 1) + 1)
+        out[:: 1 + s] = length
+        return out
+    return _compound(length, _with_siblings(s, presence))
+
+
+def _with_siblings(s: int, presence: np.ndarray) -> np.ndarray:
+    """The pmf of ``1 + S``, the positions of one draft token and the siblings found,
+    ``P(S >= i) = q_(i+1) / q_1`` (module docstring)."""
+    if presence.size < s + 1:
+        raise ValueError(f"presence gives q_1..q_{presence.size}, but {s} siblings need q_{s + 1}")
+    out = np.zeros(s + 2)
+    at_least = np.concatenate([[1.0], presence[1 : s + 1] / presence[0], [0.0]])
+    out[1:] = at_least[:-1] - at_least[1:]
+    return out
+
+
+def _compound(length: np.ndarray, per_position: np.ndarray) -> np.ndarray:
+    """The pmf of ``Σ_(t <= L) X_t``, ``L`` with pmf ``length``, the ``X_t`` independent with
+    pmf ``per_position``."""
+    out, power = np.zeros(1), np.ones(1)
+    for p in length:
+        out = padded_add(out, p * power)
+        power = np.convolve(power, per_position)
     return out

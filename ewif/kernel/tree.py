@@ -37,6 +37,20 @@ and the accepted leaf) when ``v*`` is a leaf other than the root, else ``u = 1``
 ``exit[t, u] = Σ_v P(v* = v)·[t = depth(v) + 1, u = 1 + leaf(v)]``. This is Theorem CU's
 :class:`~ewif.kernel.catch_up.Feed` of the review: ``first = δ_0``, ``rest`` the passes of
 levels ``2..H``.
+
+**Theorem TP (the nodes a proposer's tree really has).** A proposer may find fewer candidates
+than the tree asks for (Max-Gram's distinct continuations run out): with ``q_b`` = P(at least
+``b`` candidates at a node) (:func:`ewif.base.tree_checks.candidate_presence`), independent
+across nodes, a node is present when its parent is and the parent's candidate count ``K``
+reaches its rank; the reviewer's pass feeds the present nodes only. Their number has the PGF
+``G_root(z)``, where for a node ``v`` with children ``c_1, c_2, …`` of ranks ``b_1 < b_2 < …``
+
+    G_v(z) = z · Σ_i (q_(b_i) − q_(b_(i+1))) · Π_(k <= i) G_(c_k)(z),
+
+with ``q_(b_0) = 1`` (the ``i = 0`` term, no child, has the empty product 1) and ``q_(b_(last+1))
+= 0`` (a leaf: ``G_v = z``). The tokens are Theorem TT's with the same vector ``p``: ``p_b``
+already counts a missing ``b``-th candidate as not taken, and the pass's size is independent of
+what it accepts; only the reviewer's pass size becomes a law. ``q = 1`` gives ``m = n``.
 """
 
 from __future__ import annotations
@@ -45,7 +59,13 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ewif.base.tree_checks import rank_acceptance, tree_parents, tree_ranks
+from ewif.base.arithmetic import padded_add
+from ewif.base.tree_checks import (
+    candidate_presence,
+    rank_acceptance,
+    tree_parents,
+    tree_ranks,
+)
 from ewif.kernel.catch_up import Feed
 from ewif.kernel.pass_cost import PassCost
 from ewif.kernel.review_call import Call
@@ -135,6 +155,29 @@ class Tree:
             out[self.parents[v]] -= f[v]
         return np.maximum(out, 0.0)
 
+    def size_law(self, presence: object | None = None) -> np.ndarray:
+        """``pmf[m]`` = P(``m`` nodes present, the root included) when a proposer finds at
+        least ``b`` candidates with probability ``presence[b − 1]`` (Theorem TP); None: every
+        node, ``m = size``."""
+        if presence is None:
+            return _point(self.size)
+        q = candidate_presence("presence", presence)
+        if self.max_rank > q.size:
+            raise ValueError(
+                f"the tree uses rank {self.max_rank}, but presence gives q_1..q_{q.size} only "
+                f"(ranks must be at most {q.size})"
+            )
+        law: list[np.ndarray] = [np.zeros(0)] * self.size
+        for v in reversed(range(self.size)):
+            reach = [1.0, *(q[self.ranks[c] - 1] for c in self.children[v]), 0.0]
+            product, total = np.ones(1), np.zeros(1)
+            for i, weight in enumerate(np.diff(reach[::-1])[::-1]):
+                if i:
+                    product = np.convolve(product, law[self.children[v][i - 1]])
+                total = padded_add(total, weight * product)
+            law[v] = np.concatenate([[0.0], total])
+        return law[0]
+
     def tokens_pmf(self, acceptance: object) -> np.ndarray:
         """``pmf[t] = P(N = t)``, ``N = depth(v*) + 1`` the tokens of one review (Theorem TT)."""
         g = self.deepest(acceptance)
@@ -175,15 +218,19 @@ def tree_call(
     n_models: int,
     pass_cost: PassCost,
     proposer: bool,
+    presence: np.ndarray | None = None,
 ) -> Call:
     """One review by ``reviewer`` of ``tree``, drafted by ``drafter`` (Theorem TD), as the
     kernel's :class:`~ewif.kernel.review_call.Call` (paper accounting: the drafter's first pass
     feeds the root alone). ``proposer``: the drafter looks its candidates up (``n − 1`` passes
-    at ``m = 1``) instead of growing the tree level by level. ``n_models`` sizes the per-model
-    arrays; ``pass_cost`` needs ``expected(i, m_pmf)`` only (the catch-up feeds price at zero)."""
+    at ``m = 1``) instead of growing the tree level by level; ``presence`` (a proposer's, or
+    None: every candidate found) makes the reviewer's pass size Theorem TP's law.
+    ``n_models`` sizes the per-model arrays; ``pass_cost`` needs ``expected(i, m_pmf)`` only
+    (the catch-up feeds price at zero)."""
     n = tree.size
+    reviewed = tree.size_law(presence)
     sizes = [np.zeros(1) for _ in range(n_models)]
-    sizes[reviewer] = _point(n, weight=1.0)
+    sizes[reviewer] = reviewed
     if proposer:
         sizes[drafter] = _point(1, weight=float(n - 1))
     else:
@@ -196,7 +243,7 @@ def tree_call(
         if tree.is_leaf(v):
             ends[tree.depth[v]] += f[v]
     pmf = tree.tokens_pmf(acceptance)
-    return Call(pmf, cost, passes, ends, _point(n - 1), tuple(sizes))
+    return Call(pmf, cost, passes, ends, reviewed[1:], tuple(sizes))
 
 
 def tree_feed(tree: Tree, acceptance: np.ndarray) -> Feed:

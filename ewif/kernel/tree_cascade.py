@@ -29,7 +29,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from ewif.base import validate
-from ewif.base.tree_checks import rank_acceptance
+from ewif.base.tree_checks import candidate_presence, rank_acceptance
 from ewif.kernel.budgets import drafters_reached
 from ewif.kernel.cascade import Cascade
 from ewif.kernel.catch_up import feed
@@ -60,6 +60,9 @@ class TreeCascade(Cascade):
         position of drafter ``j``'s block in the target's draft (ranks ``2..s_j + 1``).
     proposers : one flag per model: the tree's drafter looks its candidates up (Max-Gram:
         ``n − 1`` lookups at ``c(1)``) instead of growing the tree one pass per level.
+    presence : mapping ``j -> (q_1, …, q_R)`` for proposers: ``q_b`` = P(the proposer finds at
+        least ``b`` candidates), so the reviewer's pass feeds only the tree nodes or siblings
+        that exist (Theorem TP; a proposer not given finds them all).
     """
 
     def __init__(
@@ -72,6 +75,7 @@ class TreeCascade(Cascade):
         tree: TreeReview | tuple[int, int, Tree] | None = None,
         siblings: Sequence[int] | None = None,
         proposers: Sequence[bool] | None = None,
+        presence: Mapping[int, object] | None = None,
         **kwargs: object,
     ) -> None:
         super().__init__(alpha, cost, K, **kwargs)
@@ -82,6 +86,7 @@ class TreeCascade(Cascade):
         self.rank = _rank_vectors(rank or {}, self.alpha, n)
         self.tree = None if tree is None else _tree_review(tree, self)
         self.siblings = _siblings(siblings, self)
+        self.presence = _presence(presence or {}, self)
         if self.tree is not None:
             self._inject_tree(self.tree)
         if any(self.siblings):
@@ -101,7 +106,8 @@ class TreeCascade(Cascade):
         r, j, tree = review.reviewer, review.drafter, review.tree
         p = self.vector(r, j)
         key = (r, self._rows[r:])
-        call = tree_call(tree, p, r, j, self.n + 1, self.pass_cost, bool(self.proposers[j]))
+        proposer, presence = bool(self.proposers[j]), self.presence.get(j)
+        call = tree_call(tree, p, r, j, self.n + 1, self.pass_cost, proposer, presence)
         self._memo[key] = call
         self._feed_calls[key] = dataclasses.replace(call, cost=np.zeros_like(call.cost))
         self._feeds[(j, *key)] = tree_feed(tree, p)
@@ -113,7 +119,14 @@ class TreeCascade(Cascade):
             for j, s in enumerate(self.siblings)
         )
         call = sibling_call(
-            self._rows, self.alpha, sigma, self.siblings, self.pass_cost, self.fill, self._memo
+            self._rows,
+            self.alpha,
+            sigma,
+            self.siblings,
+            self.pass_cost,
+            self.fill,
+            self._memo,
+            self.presence,
         )
         self._memo[(0, self._rows)] = call
         for i in drafters_reached(0, self._rows):
@@ -137,6 +150,7 @@ class TreeCascade(Cascade):
             tree=self.tree,
             siblings=self.siblings,
             proposers=self.proposers,
+            presence=self.presence,
             cost_per_token=None if curves is not None else self.cost_per_token,
             fill=self.fill,
             names=self.names,
@@ -152,6 +166,8 @@ class TreeCascade(Cascade):
             parts.append(f"tree=({t.reviewer} reviews {t.drafter}: {t.tree!r})")
         if any(self.siblings):
             parts.append(f"siblings={list(self.siblings)}")
+        if self.presence:
+            parts.append(f"presence={ {j: q.tolist() for j, q in self.presence.items()} }")
         return f"TreeCascade({', '.join(parts)}, ewif={self.ewif():.6g})"
 
 
@@ -228,3 +244,31 @@ def _siblings(siblings: Sequence[int] | None, c: TreeCascade) -> tuple[int, ...]
     if s.any() and c.tree is not None and c.tree.reviewer == 0:
         raise ValueError("siblings apply to a chain draft; the target already reviews a tree")
     return tuple(int(x) for x in s)
+
+
+def _presence(presence: Mapping[int, object], c: TreeCascade) -> dict[int, np.ndarray]:
+    """Candidate presence, checked: proposers only (a neural drafter always has its ranked
+    candidates), ``q_1 > 0``, and long enough for the ranks the tree or the siblings use."""
+    if not isinstance(presence, Mapping):
+        raise ValueError(f"presence must be a mapping j -> (q_1, ..., q_R), got {presence!r}")
+    out = {}
+    for key, vector in presence.items():
+        j = validate.count("presence key", key)
+        if not 1 <= j <= c.n or not c.proposers[j]:
+            raise ValueError(
+                f"presence[{j}]: only a proposer's candidates can be missing, and model {j} is "
+                f"{'not a proposer' if 1 <= j <= c.n else f'not a drafter (1..{c.n})'}"
+            )
+        q = candidate_presence(f"presence[{j}]", vector)
+        if q[0] <= 0.0:
+            raise ValueError(f"presence[{j}] must have q_1 > 0 (the proposer drafts), got {q[0]}")
+        needed = c.siblings[j] + 1
+        if c.tree is not None and c.tree.drafter == j:
+            needed = max(needed, c.tree.tree.max_rank)
+        if q.size < needed:
+            raise ValueError(
+                f"presence[{j}] gives q_1..q_{q.size}, but the configuration uses ranks up "
+                f"to {needed}"
+            )
+        out[j] = q
+    return out

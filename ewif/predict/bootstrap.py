@@ -56,7 +56,7 @@ measure (what ``csd realrun`` reports and checks).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -135,7 +135,8 @@ def drawn_ranks(
     per-prompt sums resampled with the α of the same draw (token trees; ``p_1`` is the
     replicate's α, as in a measured set), moved from the measured vector by ``widen`` as α is,
     clipped at 0 and scaled so that ``Σ p <= 1``; a pair without per-prompt evidence keeps
-    its vector with ``p_1`` the replicate α."""
+    its vector with ``p_1`` the replicate α. The proposers' candidate presence is kept as
+    measured."""
     section = model_set.rank_acceptance
     out = {}
     for (lenience, r, j), point in section.vectors.items():
@@ -151,7 +152,7 @@ def drawn_ranks(
         if rest.sum() > room:
             rest = rest * (room / rest.sum())
         out[(lenience, r, j)] = np.concatenate([[first], rest])
-    return RankAcceptance(out)
+    return RankAcceptance(out, presence=section.presence)
 
 
 @dataclass(frozen=True)
@@ -215,15 +216,38 @@ def prediction_intervals(
     configuration, its models' catch-up flags or None (the set's); ``max_new_tokens``: per
     configuration, its generation length(s) (Theorem FL) or None (endless)."""
 
-    expansion(2, level)  # checks the level before any work
-    lengths = _per_configuration("max_new_tokens", max_new_tokens, len(configs))
     flags = _per_configuration("catch_up", catch_up, len(configs))
+    return _on_shared_draws(
+        model_set,
+        len(configs),
+        lambda ms, i: ms.to_cascade(configs[i], catch_up=flags[i]),
+        level=level,
+        replicates=replicates,
+        seed=seed,
+        held_out_prompts=held_out_prompts,
+        max_new_tokens=max_new_tokens,
+    )
+
+
+def _on_shared_draws(
+    model_set: ModelSet,
+    count: int,
+    cascade_of: Callable[[ModelSet, int], Any],
+    *,
+    level: float,
+    replicates: int,
+    seed: int,
+    held_out_prompts: int | None,
+    max_new_tokens: Sequence[int | Sequence[int] | None] | None,
+) -> list[PredictionInterval]:
+    """The intervals of ``count`` configurations on one set of replicates, configuration
+    ``i``'s cascade on a set ``ms`` being ``cascade_of(ms, i)``."""
+    expansion(2, level)  # checks the level before any work
+    lengths = _per_configuration("max_new_tokens", max_new_tokens, count)
     reps = replicate_sets(model_set, replicates, seed, level, held_out_prompts)
     return [
-        _interval(
-            [ms.to_cascade(config, catch_up=flag).ewif(n) for ms in (model_set, *reps)], level
-        )
-        for config, flag, n in zip(configs, flags, lengths, strict=True)
+        _interval([cascade_of(ms, i).ewif(n) for ms in (model_set, *reps)], level)
+        for i, n in enumerate(lengths)
     ]
 
 
@@ -258,10 +282,13 @@ def tree_prediction_intervals(
     the same prompts, so a tree's interval carries the uncertainty of its runner-up ranks."""
     from ewif.files.tree_models import tree_cascade
 
-    expansion(2, level)
-    lengths = _per_configuration("max_new_tokens", max_new_tokens, len(configs))
-    reps = replicate_sets(model_set, replicates, seed, level, held_out_prompts)
-    return [
-        _interval([tree_cascade(ms, config).ewif(n) for ms in (model_set, *reps)], level)
-        for config, n in zip(configs, lengths, strict=True)
-    ]
+    return _on_shared_draws(
+        model_set,
+        len(configs),
+        lambda ms, i: tree_cascade(ms, configs[i]),
+        level=level,
+        replicates=replicates,
+        seed=seed,
+        held_out_prompts=held_out_prompts,
+        max_new_tokens=max_new_tokens,
+    )

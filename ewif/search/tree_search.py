@@ -33,7 +33,7 @@ import numpy as np
 from ewif.base import validate
 from ewif.files.model_set import ModelSet
 from ewif.files.tree_config import TreeConfig, TreeSpec
-from ewif.files.tree_models import is_proposer, rank_vector, tree_cascade
+from ewif.files.tree_models import candidate_presence, is_proposer, rank_vector, tree_cascade
 from ewif.kernel.budgets import drafters_reached, is_leaf, rows_of
 from ewif.kernel.review_call import review_call
 from ewif.kernel.tree import Tree, tree_call
@@ -193,6 +193,7 @@ class _Search:
             ms.leniences if leniences is None else tuple(map(ms.checked_lenience, leniences))
         )
         self.proposers = [i > 0 and is_proposer(ms, m) for i, m in enumerate(ms.models)]
+        self.presence = candidate_presence(ms, range(len(ms.models)), self.proposers)
         caught = flags is not None and any(flags[1:])
         self.bound_cost = (bounding_set(ms, flags) if caught else ms).pass_cost
         self._trees: dict[tuple, list[Tree]] = {}
@@ -292,7 +293,9 @@ class _Search:
         alpha = self.ms.alpha[lenience]
         for r, (j, tree) in trees.items():
             p = rank_vector(self.ms, lenience, r, j)
-            call = tree_call(tree, p, r, j, self.n + 1, self.bound_cost, self.proposers[j])
+            call = tree_call(
+                tree, p, r, j, self.n + 1, self.bound_cost, self.proposers[j], self.presence.get(j)
+            )
             memo[(r, rows_of(K, r))] = call
         return K, memo, alpha, trees
 
@@ -315,7 +318,16 @@ class _Search:
             vector = rank_vector(self.ms, lenience, 0, j)
             budgets = range(1, self.bounds.k_max + 1)
             blocks.append(
-                block_options(a, vector, budgets, self.bounds.siblings, call, leaf, self.fill)
+                block_options(
+                    a,
+                    vector,
+                    budgets,
+                    self.bounds.siblings,
+                    call,
+                    leaf,
+                    self.fill,
+                    self.presence.get(j),
+                )
             )
         values = target_values(blocks, self.bound_cost)
         mask = self._kept(K, lenience, blocks)

@@ -28,6 +28,7 @@ import numpy as np
 
 from ewif.kernel.pass_cost import PassCost
 from ewif.kernel.review_call import Call, block_lengths
+from ewif.kernel.siblings import block_positions
 
 __all__ = ["BlockOptions", "block_options", "empty_block", "target_values"]
 
@@ -58,10 +59,12 @@ def block_options(
     call: Call | None,
     leaf_cost: float,
     fill: str,
+    presence: np.ndarray | None = None,
 ) -> BlockOptions:
     """Options ``b ∈ {0} ∪ budgets``, ``s ∈ 0..min(max_siblings, R − 1)`` of a target block
     whose drafter has acceptance ``a``, rank vector ``vector``; ``call`` its review call
-    (None: a leaf, ``leaf_cost`` per token). Budgets must be positive."""
+    (None: a leaf, ``leaf_cost`` per token); ``presence`` a proposer's candidate presence
+    (Theorem TP: the siblings it finds). Budgets must be positive."""
     b = np.asarray(sorted(set(budgets)), dtype=np.int64)
     if call is None:
         lengths = np.zeros((b.size, int(b.max()) + 1))
@@ -77,8 +80,10 @@ def block_options(
     S = sig.size
     width = S * (lengths.shape[1] - 1) + 1
     positions = np.zeros((b.size * S, width))
-    for s in range(S):
-        positions[s::S, : (1 + s) * (lengths.shape[1] - 1) + 1 : 1 + s] = lengths
+    for i, length in enumerate(lengths):
+        for s in range(S):
+            law = block_positions(length, s, presence)
+            positions[i * S + s, : law.size] = law
     head = empty_block()
     return BlockOptions(
         np.concatenate([head.budget, np.repeat(b, S)]),

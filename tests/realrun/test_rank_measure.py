@@ -125,3 +125,31 @@ def test_measured_section_starts_with_alpha(tiny_models, tiny_prompts, temperatu
     again = ModelSet.from_dict(rebuilt.to_dict())
     for key, vec in section.vectors.items():
         assert np.array_equal(again.rank_acceptance.vectors[key], vec)
+    assert set(section.presence) == {2}  # Max-Gram only: the neural drafter has all 4
+    assert np.array_equal(again.rank_acceptance.presence[2], section.presence[2])
+
+
+def test_presence_is_the_share_of_positions_with_b_candidates(tiny_models, tiny_prompts):
+    """Max-Gram's presence q_b: at every teacher-forced position it finds its match (or the
+    bigram's) first, so q_1 = 1, then the share of positions where it found at least b
+    distinct continuations, counted here from its own ``candidates``."""
+    tokenizer = tiny_models["target"].tokenizer
+    mag = MaxGram(BigramTable.from_corpus([tokenizer.decode(p) for p in tiny_prompts], tokenizer))
+    models = [HFTokenModel(tiny_models["target"].model, "target"), mag]
+    acc = measure_acceptance(
+        models,
+        tiny_prompts[:2],
+        max_new_tokens=12,
+        leniences=(1.0,),
+        decoding=Decoding(0.0),
+        progress=False,
+        ranks=3,
+    )
+    found = [
+        len(mag.candidates(list(p + cont[:t]), len(p), 3))
+        for p, cont in acc.contexts
+        for t in range(len(cont))
+    ]
+    q = acc.rank_acceptance().presence[1]
+    assert q.tolist() == [np.mean([f >= b for f in found]) for b in (1, 2, 3)]
+    assert q[0] == 1.0

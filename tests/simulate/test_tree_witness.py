@@ -1,8 +1,9 @@
 """The tree theory (Theorems TT, TD, TB with CU and FL) against its witness
 (:mod:`simulate.tree_witness`, explicit token lists): the exact EWIF lies inside the
 witness's 99.9 % interval for random trees of depth <= 6 and <= 32 nodes, cascades with
-siblings and trees at the bottom, with catch-up, curves and logit rows (fixed seeds); and the
-witness rejects the law that leaves the catch-up out."""
+siblings and trees at the bottom, with catch-up, curves and logit rows, and proposers that find
+fewer candidates than asked (Theorem TP; fixed seeds); and the witness rejects the law that
+leaves the catch-up out, and the law that prices a proposer's tree at its full size."""
 
 from __future__ import annotations
 
@@ -15,25 +16,13 @@ from hypothesis import strategies as st
 from ewif.kernel.tree import Tree
 from ewif.kernel.tree_cascade import TreeCascade
 from simulate.stats import ratio_estimate
-from simulate.tree_witness import TreeSteps
+from simulate.tree_compare import witness
 
 LEVEL = 0.999
 
 
-def _witness(c: TreeCascade, streams: int, steps: int, seed: int) -> TreeSteps:
-    price = lambda i, m, rows: float(c.pass_cost.at_rows(i, m, rows))  # noqa: E731
-    tree = None
-    if c.tree is not None:
-        tree = (c.tree.reviewer, c.tree.drafter, c.tree.tree.parents, c.tree.tree.ranks)
-    return TreeSteps(
-        c.alpha, c.K, c.fill, c.catch_up, price,
-        rank={k: v.tolist() for k, v in c.rank.items()}, tree=tree,
-        siblings=c.siblings, proposers=c.proposers, seed=seed,
-    )  # fmt: skip
-
-
 def _ewif(c: TreeCascade, streams: int = 120, steps: int = 30, seed: int = 0):
-    run = _witness(c, streams, steps, seed).run(streams, steps)
+    run = witness(c, seed).run(streams, steps)
     x, y = run.tokens, run.cost
     return ratio_estimate(x.sum(), y.sum(), x @ x, y @ y, x @ y, x.size, LEVEL)
 
@@ -134,6 +123,59 @@ def test_generations_of_n_tokens_theorem_fl() -> None:
     """E[C(N)] of a tree drafter with catch-up, the first step from the prefilled prompt."""
     c = _caught(True)
     for n in (1, 4, 9):
-        costs = _witness(c, 0, 0, seed=n).generation_costs(3000, n)
+        costs = witness(c, seed=n).generation_costs(3000, n)
         se = costs.std(ddof=1) / np.sqrt(costs.size)
         assert abs(costs.mean() - c.generation_cost(n)) <= 3.29 * se + 1e-12
+
+
+@st.composite
+def presences(draw, size: int = 3) -> list[float]:
+    """``q_1 > 0`` then non-increasing probabilities, each 0 or a ratio of at least 0.1 to
+    the one before (a node present once in a million steps never shows in the witness)."""
+    q = [draw(st.floats(0.2, 1.0))]
+    for _ in range(size - 1):
+        q.append(q[-1] * draw(st.one_of(st.just(0.0), st.floats(0.1, 1.0))))
+    return q
+
+
+@settings(max_examples=10)
+@given(st.data())
+def test_a_proposer_tree_with_missing_candidates_theorem_tp(data) -> None:
+    tree = data.draw(trees(max_nodes=16, max_depth=4))
+    a = data.draw(st.floats(0.3, 0.9))
+    c = TreeCascade(
+        [[0, a], [0, 0]], None, [[tree.size - 1]], cost_curve=[TARGET, [0.01]],
+        catch_up=[data.draw(st.booleans()), False], rank={(0, 1): data.draw(vectors(a))},
+        tree=(0, 1, tree), proposers=[False, True], presence={1: data.draw(presences())},
+    )  # fmt: skip
+    seed = zlib.crc32(repr((tree, c.presence[1].tolist(), c.catch_up)).encode())
+    assert _ewif(c, seed=seed).contains(c.ewif())
+
+
+@settings(max_examples=10)
+@given(st.data())
+def test_siblings_a_proposer_does_not_find_theorem_tp(data) -> None:
+    a, b = (data.draw(st.floats(0.3, 0.9)) for _ in range(2))
+    k1, k2 = data.draw(st.integers(1, 2)), data.draw(st.integers(1, 3))
+    c = TreeCascade(
+        [[0, a, b], [0, 0, 0.5], [0, 0, 0]], None, [[k1, k2], [0, 2]],
+        cost_curve=[TARGET, _curve(data.draw, 0.1), [0.01]], catch_up=[True, True, False],
+        rank={(0, 1): data.draw(vectors(a)), (0, 2): data.draw(vectors(b))},
+        siblings=[0, data.draw(st.integers(0, 2)), data.draw(st.integers(1, 2))],
+        proposers=[False, False, True], presence={2: data.draw(presences())},
+    )  # fmt: skip
+    seed = zlib.crc32(repr((k1, k2, c.siblings, c.presence[2].tolist())).encode())
+    assert _ewif(c, seed=seed).contains(c.ewif())
+
+
+def test_the_witness_rejects_a_proposer_tree_priced_at_full_size() -> None:
+    def cascade(presence: dict | None) -> TreeCascade:
+        return TreeCascade(
+            [[0, 0.5], [0, 0]], None, [[6]], cost_curve=[TARGET, [0.01]],
+            rank={(0, 1): [0.5, 0.2, 0.1]}, tree=(0, 1, Tree([-1, 0, 0, 0, 1, 1, 2])),
+            proposers=[False, True], presence=presence,
+        )  # fmt: skip
+
+    estimate = _ewif(cascade({1: [1.0, 0.4, 0.1]}), streams=300, steps=40, seed=11)
+    assert estimate.contains(cascade({1: [1.0, 0.4, 0.1]}).ewif())
+    assert not estimate.contains(cascade(None).ewif())
