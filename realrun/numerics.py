@@ -32,18 +32,12 @@ reason (:func:`realrun.numerics_trials.summary`):
    recommendation on floor curves no real pass goes below bounds every configuration's
    throughput; candidates are taken in order of their bound (one dtype at a time) and one
    whose bound is below the best *eligible* score stops here.
-3. **A short curve** (``screen_repeats`` rounds after the warm-up; none for the numerics
-   α was just measured in, already warm): a candidate whose score is *separated* below the
-   leader's (:func:`realrun.numerics_rounds.separation`: beyond ``SEPARATION_Z`` standard
-   errors of the difference, one-sided 95 %) stops here.
-4. **Batch invariance**, before more rounds (it is cheaper): a candidate that could beat
-   the leader but changes greedy choices under the rule stops here.
-5. **Rounds, one at a time**: a runner-up gets one more round while it is not separated
-   from the leader, up to ``repeats``; separated below, it stops (``"separated"``); above,
-   or ahead at the cap, it becomes the leader (and the old leader is excluded). A new
-   leader is **confirmed**: rounds until its AR unit's relative standard error is at most
-   ``PRECISION`` after ``MIN_ROUNDS`` rounds, or ``repeats``
-   (:func:`realrun.numerics_rounds.confirmation_stop`).
+3. **A short curve** (``screen_repeats`` rounds after a warm-up, none where α just ran): a
+   candidate *separated* below the leader (:mod:`realrun.numerics_rounds`) stops here.
+4. **Batch invariance**, before more rounds (it is cheaper).
+5. **Rounds, one at a time** while a runner-up is not separated from the leader, up to
+   ``repeats``; separated above, or ahead at the cap, it leads. A new leader is
+   **confirmed**: rounds until its AR unit is precise (``PRECISION``) or ``repeats``.
 
 Every bar is the best *eligible* score, so a candidate is never dropped in favour of one
 that batch invariance later excludes. ``exhaustive=True`` measures every candidate for
@@ -252,7 +246,8 @@ class _Search:
             return self.lead(c, "")
         while (side := self.separated(c)) is None and c.rounds < self.settings.repeats:
             self.add_rounds(c, 1)
-            self.scored(c, "rounds")
+            self.rescaled(c, "rounds")
+        self.scored(c, "rounds")
         if side == "below":
             self.exclude(c, "rounds", "separated", stopped="separated")
             return False
@@ -279,7 +274,6 @@ class _Search:
         return True
 
     def exclude(self, c: _Candidate, stage: str, why: str, stopped: str | None = None) -> None:
-        assert c.trial is not None
         c.trial = replace(c.trial, stage=stage, excluded_by=why, stopped=stopped or c.trial.stopped)
 
     def confirm(self, c: _Candidate) -> None:
@@ -351,6 +345,18 @@ class _Search:
             stopped=None if old is None else old.stopped,
         )
         return c.trial
+
+    def rescaled(self, c: _Candidate, stage: str) -> None:
+        """The trial after more rounds without a new recommendation: ``max(EWIF*, 1) /
+        t_AR`` with EWIF* held at its last estimate, as the rule's standard error holds it
+        (:mod:`realrun.numerics_rounds`; a recommendation on real curves may take minutes)."""
+        assert c.costs is not None and c.trial is not None and c.trial.recommendation
+        unit, se = c.costs.unit_seconds, c.costs.family.ar_stderr
+        value = score(c.trial.recommendation, unit)
+        c.trial = replace(
+            c.trial, stage=stage, score=value, ar_token_s=unit, rounds=c.rounds,
+            score_se=score_stderr(value, unit, se),
+        )  # fmt: skip
 
     def trial(
         self, c: _Candidate, stage: str, value: float, unit: float, excluded_by: str | None = None
