@@ -6,7 +6,9 @@ Both measure the same family on the same measuring prompts with ``dtype="auto"``
 * ``exhaustive`` — every candidate ``(dtype, threads)`` gets the full cost curve (all
   rounds) and its batch-invariance check; the choice is the highest-scoring eligible one;
 * ``staged`` — the default search: the quick-look bound, the short curve, batch invariance
-  before confirmation, and only the candidates that can still win confirmed.
+  before more rounds, a runner-up's rounds one at a time while it is not statistically
+  separated from the leader, and the leader's rounds until its AR unit is precise
+  (:mod:`realrun.numerics_rounds`).
 
 It prints the wall time of each, their ratio, each one's choice and its account, and every
 candidate's score and the rule that excluded it; ``--json PATH`` writes it all with the CPU
@@ -18,8 +20,8 @@ candidate): the two then agree when the staged choice is in that set, the exhaus
 chooses it too, and every candidate outside the set was stopped by the staged search's
 quick-look bound (an upper bound of its score, so the exhaustive search could not have chosen
 it either) or measured in full by it and scored lower (``lower score``); ``covered`` and
-``agree_over_all_candidates`` in the output say which (a candidate stopped by a short
-curve is an estimate, not a bound, and leaves the question open).
+``agree_over_all_candidates`` in the output say which (a candidate stopped as
+``separated`` is a statistical judgement, not a bound, and leaves the question open).
 ``--exhaustive-from FILE ...`` joins earlier exhaustive runs (same machine, models and
 prompts): the choice is then the highest-scoring eligible candidate over all of them.
 
@@ -125,7 +127,8 @@ def show(name: str, run: dict) -> None:
         score = t.get("predicted_tokens_per_s", t.get("upper_bound_tokens_per_s"))
         why = t.get("excluded_by") or "chosen"
         print(
-            f"    {t['dtype']:>9} x {t['threads']}  {t['stage']:<11}  {score:6.2f} tokens/s  {why}"
+            f"    {t['dtype']:>9} x {t['threads']}  {t['stage']:<11}  {t['rounds']:>2} rounds "
+            f"({t['stopped']})  {score:6.2f} tokens/s  {why}"
         )
 
 

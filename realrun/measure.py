@@ -78,7 +78,8 @@ class Costs:
 
     def merged(self, more: Costs) -> Costs:
         """These costs with ``more`` rounds of the same passes added (same models and
-        grid): the timed rounds pool, a proposer's per-token times average."""
+        grid): the timed rounds pool, a proposer's per-token times average, weighted by
+        the rounds of each."""
         if self.names != more.names:
             raise ValueError(
                 f"can merge only costs of the same models, got {list(self.names)} and "
@@ -87,7 +88,11 @@ class Costs:
         return replace(
             self,
             family=self.family.merged(more.family),
-            proposers={n: (t + more.proposers[n]) / 2 for n, t in self.proposers.items()},
+            proposers={
+                n: (t * self.repeats + more.proposers[n] * more.repeats)
+                / (self.repeats + more.repeats)
+                for n, t in self.proposers.items()
+            },
             repeats=self.repeats + more.repeats,
         )
 

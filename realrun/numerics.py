@@ -32,41 +32,45 @@ reason (:func:`realrun.numerics_trials.summary`):
    recommendation on floor curves no real pass goes below bounds every configuration's
    throughput; candidates are taken in order of their bound (one dtype at a time) and one
    whose bound is below the best *eligible* score stops here.
-3. **A short curve** (``screen_repeats`` rounds after the warm-up): a candidate scoring more
-   than ``margin`` below the best eligible score stops here.
-4. **Batch invariance**, before the rest of the curve (it is cheaper): a candidate that
-   could beat the best eligible one but changes greedy choices under the rule stops here.
-5. **Confirmed**: the remaining ``repeats − screen_repeats`` rounds, pooled with the first
-   (the same measurement as a full one), and the final score.
+3. **A short curve** (``screen_repeats`` rounds after a warm-up, none where α just ran): a
+   candidate *separated* below the leader (:mod:`realrun.numerics_rounds`) stops here.
+4. **Batch invariance**, before more rounds (it is cheaper).
+5. **Rounds, one at a time** while a runner-up is not separated from the leader, up to
+   ``repeats``; separated above, or ahead at the cap, it leads. A new leader is
+   **confirmed**: rounds until its AR unit is precise (``PRECISION``) or ``repeats``.
 
 Every bar is the best *eligible* score, so a candidate is never dropped in favour of one
-that batch invariance later excludes. ``exhaustive=True`` measures every candidate in full
-and checks every one (the baseline of ``benchmarks/numerics_search.py``).
+that batch invariance later excludes. ``exhaustive=True`` measures every candidate for
+``repeats`` rounds and checks every one (the baseline of ``benchmarks/numerics_search.py``).
 """
 
 from __future__ import annotations
 
 import contextlib
 import gc
-import os
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 
-import torch
 from tqdm.auto import tqdm
 
-from ewif.base import validate
 from ewif.files.model_set import ModelSet
 from ewif.search.recommendation import recommend
 from realrun.acceptance import Acceptance, measure_acceptance
 from realrun.ar import ar_timer
 from realrun.family import Family, load_family, set_threads
-from realrun.invariance import RULES, batch_invariance
-from realrun.loading import select_device
+from realrun.invariance import batch_invariance
 from realrun.measure import Costs, assemble_model_set, check_models, measure_costs
+from realrun.numerics_rounds import MIN_ROUNDS, confirmation_stop, score_stderr, separation
+from realrun.numerics_settings import (
+    CPU_DTYPES,
+    SETTINGS_ARGUMENTS,
+    SearchSettings,
+    search_settings,
+)
 from realrun.numerics_trials import (
     QUICK_M,
+    QUICK_REPEATS,
     STAGES,
     NumericsTrial,
     score,
@@ -78,13 +82,6 @@ from realrun.timing import time_passes
 from simulate.decoder.interface import TokenModel
 from simulate.decoder.sampling import Decoding
 
-CPU_DTYPES = ("float32", "bfloat16", "float16")
-#: The arguments of :func:`measure_numerics` that :func:`search_settings` takes.
-_SETTINGS_ARGUMENTS = (
-    "device", "dtype", "threads", "backend", "max_new_tokens", "leniences", "decoding", "k_max",
-    "max_m", "repeats", "warmup", "screen_repeats", "exhaustive", "margin", "min_agreement",
-    "batch_invariance", "invariance_positions", "progress", "min_timing_seconds",
-)  # fmt: skip
 __all__ = ["CPU_DTYPES", "STAGES", "Measured", "NumericsTrial", "measure_numerics"]
 
 
@@ -101,44 +98,23 @@ class Measured:
     summary: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
-class SearchSettings:
-    """What the search was asked: the candidates' dtypes and thread counts, and how to
-    measure and judge them (:func:`measure_numerics`)."""
-
-    dtypes: tuple[str, ...]
-    counts: tuple[int, ...]
-    max_new_tokens: int
-    leniences: tuple[float, ...]
-    decoding: Decoding
-    k_max: int
-    max_m: int
-    repeats: int = 10
-    warmup: int = 1
-    screen_repeats: int = 2
-    exhaustive: bool = False
-    margin: float = 0.15
-    min_agreement: float = 0.99
-    rule: str = "strict"
-    invariance_positions: int = 48
-    progress: bool = True
-    min_timing_seconds: float = 0.0
-
-    @property
-    def searching(self) -> bool:
-        return len(self.dtypes) * len(self.counts) > 1
-
-
 @dataclass
 class _Candidate:
     """A candidate while the search runs: its numerics, its quick-look bound, its costs so
-    far and its trial (None until a stage ends)."""
+    far, its trial (None until a stage ends) and its rounds."""
 
     dtype: str
     threads: int
     bound: float | None = None
     costs: Costs | None = None
     trial: NumericsTrial | None = None
+    offset: int = 0  # rounds run so far, warm-up included: where the next round starts
+    spent: float = 0.0  # wall seconds of its timed rounds
+
+    @property
+    def rounds(self) -> int:
+        """Timed rounds so far."""
+        return 0 if self.costs is None else self.costs.repeats
 
 
 @dataclass
@@ -155,6 +131,7 @@ class _Search:
     labels: dict[str, str] = field(default_factory=dict)  # requested dtype -> family.dtype
     candidates: list[_Candidate] = field(default_factory=list)
     best: _Candidate | None = None
+    warm: tuple[str, int] | None = None  # the numerics that ran passes last
     seconds: dict[str, float] = field(default_factory=dict)  # wall time by kind of work
 
     @contextlib.contextmanager
@@ -200,7 +177,7 @@ class _Search:
                 set_threads(family, t)
                 with self.timed("quick look"):
                     self.quick[(dtype, t)] = {
-                        m.name: list(time_passes(m, context, QUICK_M, s.screen_repeats, 1).seconds)
+                        m.name: list(time_passes(m, context, QUICK_M, QUICK_REPEATS, 1).seconds)
                         for m in family.chain
                         if isinstance(m, TokenModel)
                     }
@@ -221,6 +198,7 @@ class _Search:
                 progress=s.progress,
             )
         self.alpha_dtype = family.dtype
+        self.warm = (dtype, max(s.counts))
 
     def order_by_bound(self) -> None:
         """Stage 2's order: every candidate's quick-look bound; dtypes in the order of their
@@ -238,72 +216,147 @@ class _Search:
     def run_candidate(self, c: _Candidate) -> None:
         """Stages 2-5 for one candidate; its trial names the rule that stopped it."""
         s = self.settings
-        bar = self.best_score
-        if not s.exhaustive and c.bound is not None and c.bound < bar:
+        if not s.exhaustive and c.bound is not None and c.bound < self.best_score:
             one = self.quick[(c.dtype, c.threads)]
             target = next(iter(one.values()))[0]
             c.trial = self.trial(c, "bound", c.bound, target, excluded_by="quick-look bound")
+            c.trial = replace(c.trial, stopped="bound")
             return
-        self.measure_curve(c, s.screen_repeats, s.warmup, seed=0)
-        trial = self.scored(c, "short curve")
-        if not s.exhaustive and trial.score < (1.0 - s.margin) * bar:
-            c.trial = replace(trial, excluded_by="short curve")
-            return
-        if not s.exhaustive and not self.check_invariance(c):
-            c.trial = replace(c.trial, stage="invariance", excluded_by="batch invariance")
-            return
-        if s.repeats > s.screen_repeats:
-            self.measure_curve(c, s.repeats - s.screen_repeats, 0, 1, s.min_timing_seconds)
-        self.scored(c, "confirmed")
-        if s.exhaustive and not self.check_invariance(c):
-            c.trial = replace(c.trial, excluded_by="batch invariance")
-        elif c.trial.score > self.best_score or self.best is None:
-            if self.best is not None:
-                self.best.trial = replace(self.best.trial, excluded_by="lower score")
-            self.best = c
-        else:
-            c.trial = replace(c.trial, excluded_by="lower score")
+        self.add_rounds(c, s.screen_repeats)
+        self.scored(c, "short curve")
+        if s.exhaustive:
+            self.confirm(c)
+            eligible = self.check_invariance(c)
+            if eligible and (self.best is None or c.trial.score > self.best_score):
+                self.lead(c, "lower score")
+            else:
+                self.exclude(c, "confirmed", "lower score" if eligible else "batch invariance")
+        elif self.separated(c) == "below":
+            self.exclude(c, "short curve", "separated", stopped="separated")
+        elif not self.check_invariance(c):
+            self.exclude(c, "invariance", "batch invariance", stopped="batch invariance")
+        elif self.race(c):
+            self.confirm(c)
 
-    def measure_curve(
-        self, c: _Candidate, rounds: int, warmup: int, seed: int, min_seconds: float = 0.0
-    ) -> None:
-        """Stages 3 and 5: ``rounds`` more timing rounds of the family's passes and AR
-        (:func:`realrun.measure.measure_costs`; more while they took under ``min_seconds``),
-        pooled with the candidate's earlier ones."""
+    def race(self, c: _Candidate) -> bool:
+        """Stage 5 for a runner-up (the first eligible candidate leads at once): one round
+        at a time while it is not separated from the leader, up to ``repeats``; True when it
+        becomes the leader (separated above, or ahead at the cap)."""
+        if self.best is None:
+            return self.lead(c, "")
+        while (side := self.separated(c)) is None and c.rounds < self.settings.repeats:
+            self.add_rounds(c, 1)
+            self.rescaled(c, "rounds")
+        self.scored(c, "rounds")
+        if side == "below":
+            self.exclude(c, "rounds", "separated", stopped="separated")
+            return False
+        if side == "above" or c.trial.score > self.best_score:
+            return self.lead(c, "separated" if side == "above" else "lower score")
+        self.exclude(c, "rounds", "lower score", stopped="repeats")
+        return False
+
+    def separated(self, c: _Candidate) -> str | None:
+        """:func:`realrun.numerics_rounds.separation` of ``c`` from the leader."""
+        if self.best is None:
+            return None
+        lead, t = self.best, c.trial
+        assert lead.trial is not None and t is not None
+        return separation(
+            t.score, t.score_se, c.rounds, lead.trial.score, lead.trial.score_se, lead.rounds
+        )
+
+    def lead(self, c: _Candidate, why: str) -> bool:
+        """``c`` becomes the leader; the old one is excluded by ``why``."""
+        if self.best is not None:
+            self.exclude(self.best, self.best.trial.stage, why)
+        self.best = c
+        return True
+
+    def exclude(self, c: _Candidate, stage: str, why: str, stopped: str | None = None) -> None:
+        c.trial = replace(c.trial, stage=stage, excluded_by=why, stopped=stopped or c.trial.stopped)
+
+    def confirm(self, c: _Candidate) -> None:
+        """Rounds until :func:`realrun.numerics_rounds.confirmation_stop`, then the final
+        score; the exhaustive baseline and given numerics (no search) take ``repeats``
+        rounds, no precision rule."""
+        s = self.settings
+        precise = s.searching and not s.exhaustive
+        while True:
+            rse = c.costs.family.ar_stderr / c.costs.unit_seconds if precise else float("inf")
+            why = confirmation_stop(c.rounds, rse, c.spent, s.repeats, s.min_timing_seconds)
+            if why is not None:
+                break
+            self.add_rounds(c, 1)
+        c.trial = replace(self.scored(c, "confirmed"), stopped=why)
+
+    def add_rounds(self, c: _Candidate, rounds: int) -> None:
+        """``rounds`` more timing rounds of the family's passes and AR
+        (:func:`realrun.measure.measure_costs`), pooled with the candidate's earlier ones,
+        after the warm-up rounds on its first call (none where the numerics are already
+        warm: α was just measured in them). Every call goes on through the measuring
+        prompts where the last stopped."""
+        s = self.settings
         family = self.family_of(c)
-        assert self.acceptance is not None
+        warmup = s.warmup if c.offset == 0 and self.warm != (c.dtype, c.threads) else 0
         with self.timed("curves"):
-            more = self._costs(family, rounds, warmup, seed, min_seconds)
-        c.costs = more if c.costs is None else c.costs.merged(more)
+            if warmup:
+                self._costs(family, warmup, c.offset)
+            start = time.perf_counter()
+            more = self._costs(family, rounds, c.offset + warmup)
+        c.spent += time.perf_counter() - start
+        c.offset += warmup + rounds
+        self.warm = (c.dtype, c.threads)
+        c.costs = replace(more, warmup=warmup) if c.costs is None else c.costs.merged(more)
 
-    def _costs(
-        self, family: Family, rounds: int, warmup: int, seed: int, min_seconds: float
-    ) -> Costs:
+    def _costs(self, family: Family, rounds: int, offset: int) -> Costs:
+        """``rounds`` timed rounds on the measuring contexts from the ``offset``-th on."""
         s = self.settings
         assert self.acceptance is not None
+        contexts = list(self.acceptance.contexts)
+        k = offset % len(contexts)
         return measure_costs(
             family.chain,
-            self.acceptance.contexts,
+            contexts[k:] + contexts[:k],
             max_m=s.max_m,
-            ar=ar_timer(family.chain[0], s.decoding, family.tokenizer.eos_token_id, seed),
+            ar=ar_timer(family.chain[0], s.decoding, family.tokenizer.eos_token_id, offset),
             decoding=s.decoding,
             repeats=rounds,
-            warmup=warmup,
+            warmup=0,
             ar_tokens=s.max_new_tokens,
-            seed=seed,
+            seed=offset,
             progress=s.progress,
-            min_seconds=min_seconds,
         )
 
     def scored(self, c: _Candidate, stage: str) -> NumericsTrial:
-        """The candidate's trial at ``stage``: the recommendation on its curves so far."""
+        """The candidate's trial at ``stage``: the recommendation on its curves so far, the
+        score's standard error (:func:`realrun.numerics_rounds.score_stderr`) and its rounds
+        (its invariance check and why its rounds stopped kept)."""
         assert c.costs is not None
         rec = recommend(self.model_set(c), k_max=self.settings.k_max)
-        unit = c.costs.unit_seconds
-        invariance = None if c.trial is None else c.trial.invariance
-        c.trial = replace(self.trial(c, stage, score(rec, unit), unit), recommendation=rec)
-        c.trial = replace(c.trial, invariance=invariance)
+        unit, old = c.costs.unit_seconds, c.trial
+        value = score(rec, unit)
+        c.trial = replace(
+            self.trial(c, stage, value, unit),
+            recommendation=rec,
+            score_se=score_stderr(value, unit, c.costs.family.ar_stderr),
+            rounds=c.rounds,
+            invariance=None if old is None else old.invariance,
+            stopped=None if old is None else old.stopped,
+        )
         return c.trial
+
+    def rescaled(self, c: _Candidate, stage: str) -> None:
+        """The trial after more rounds without a new recommendation: ``max(EWIF*, 1) /
+        t_AR`` with EWIF* held at its last estimate, as the rule's standard error holds it
+        (:mod:`realrun.numerics_rounds`; a recommendation on real curves may take minutes)."""
+        assert c.costs is not None and c.trial is not None and c.trial.recommendation
+        unit, se = c.costs.unit_seconds, c.costs.family.ar_stderr
+        value = score(c.trial.recommendation, unit)
+        c.trial = replace(
+            c.trial, stage=stage, score=value, ar_token_s=unit, rounds=c.rounds,
+            score_se=score_stderr(value, unit, se),
+        )  # fmt: skip
 
     def trial(
         self, c: _Candidate, stage: str, value: float, unit: float, excluded_by: str | None = None
@@ -353,11 +406,8 @@ class _Search:
             return self.best
         checked = [c for c in self.candidates if c.trial and c.trial.invariance is not None]
         chosen = max(checked, key=lambda c: (c.trial.invariance.rate, c.trial.score))
-        rest = self.settings.repeats - self.settings.screen_repeats
         if chosen.trial.stage != "confirmed":
-            if rest > 0:
-                self.measure_curve(chosen, rest, 0, 1, self.settings.min_timing_seconds)
-            self.scored(chosen, "confirmed")
+            self.confirm(chosen)
         for c in checked:
             if c is not chosen and c.trial.excluded_by is None:
                 c.trial = replace(c.trial, excluded_by="batch invariance")
@@ -411,9 +461,8 @@ def measure_numerics(
     max_m: int | None = None,
     repeats: int = 10,
     warmup: int = 1,
-    screen_repeats: int = 2,
+    screen_repeats: int = MIN_ROUNDS,
     exhaustive: bool = False,
-    margin: float = 0.15,
     min_agreement: float = 0.99,
     batch_invariance: str = "strict",
     invariance_positions: int = 48,
@@ -425,11 +474,12 @@ def measure_numerics(
     """Measure the family on the measuring split, choosing dtype and threads when ``"auto"``
     (or given as lists of candidates) on a CPU by the staged search of the module docstring
     (``batch_invariance``: the rule, ``strict`` or ``near-ties``,
-    :mod:`realrun.invariance`; ``min_timing_seconds``: the confirmed curve's rounds are
-    extended while they took less, :func:`realrun.timing.time_family`); returns the family
+    :mod:`realrun.invariance`; ``min_timing_seconds``: the confirmed candidate's rounds go
+    on while they took less, :func:`realrun.numerics_rounds.confirmation_stop`; ``repeats``
+    caps a candidate's rounds; given numerics take all of them); returns the family
     loaded in the chosen numerics with its model set (α measured in those numerics)."""
     given = locals()
-    settings = search_settings(**{name: given[name] for name in _SETTINGS_ARGUMENTS})
+    settings = search_settings(**{name: given[name] for name in SETTINGS_ARGUMENTS})
 
     def load(name: str) -> Family:
         return load_family(
@@ -448,45 +498,3 @@ def measure_numerics(
     for candidate in bar:
         search.run_candidate(candidate)
     return search.finish(started)
-
-
-def search_settings(
-    *,
-    device: str,
-    dtype: str | Sequence[str],
-    threads: int | str | Sequence[int],
-    backend: str,
-    batch_invariance: str,
-    k_max: int,
-    max_m: int | None,
-    leniences: Sequence[float],
-    **given,
-) -> SearchSettings:
-    """The candidates (``"auto"``: every CPU dtype on transformers, every thread count
-    ``cores..1`` on a CPU; a list or tuple of CPU dtypes or of thread counts: those, e.g. a
-    reduced set both searches of ``benchmarks/numerics_search.py`` cover) and the rest of
-    the arguments of :func:`measure_numerics`, checked, as :class:`SearchSettings`
-    (``max_m`` None: ``2·k_max``)."""
-    if batch_invariance not in RULES:
-        raise ValueError(
-            f"batch_invariance must be one of {', '.join(RULES)}, got {batch_invariance!r}"
-        )
-    given.update(rule=batch_invariance, k_max=k_max, leniences=tuple(leniences))
-    given["max_m"] = 2 * k_max if max_m is None else max_m
-    validate.cost("min_timing_seconds", given["min_timing_seconds"])
-    screen = min(given.pop("screen_repeats"), given["repeats"])
-    on_cpu = backend == "llama.cpp" or select_device(device).type == "cpu"
-    if threads == "auto":
-        cores = os.cpu_count() or 1
-        counts = tuple(range(cores, 0, -1)) if on_cpu else (torch.get_num_threads(),)
-    elif isinstance(threads, (list, tuple)):
-        counts = tuple(validate.count("threads", t, minimum=1) for t in threads)
-    else:
-        counts = (validate.count("threads", threads, minimum=1),)
-    if isinstance(dtype, (list, tuple)):
-        bad = [d for d in dtype if d not in CPU_DTYPES]
-        if bad or not dtype:
-            raise ValueError(f"dtype candidates must be some of {CPU_DTYPES}, got {list(dtype)!r}")
-        return SearchSettings(tuple(dtype), counts, screen_repeats=screen, **given)
-    auto = dtype == "auto" and on_cpu and backend == "transformers"
-    return SearchSettings(CPU_DTYPES if auto else (dtype,), counts, screen_repeats=screen, **given)

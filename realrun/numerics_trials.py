@@ -34,21 +34,30 @@ from ewif.files.model_set import ModelSet
 from ewif.search.recommendation import Recommendation, recommend
 from realrun.invariance import Invariance
 from realrun.methods import recommendation_record
+from realrun.numerics_rounds import SEPARATION_Z, STOPS
 
-#: How far each candidate's search went.
-STAGES = ("bound", "short curve", "invariance", "confirmed")
+#: How far each candidate's search went: its quick-look bound, its short curve, its batch
+#: invariance check, more rounds under the separation rule, or confirmed (measured until
+#: the precision rule or the repeats cap stopped it; :mod:`realrun.numerics_rounds`).
+STAGES = ("bound", "short curve", "invariance", "rounds", "confirmed")
 #: The rules that exclude a candidate, by name (``NumericsTrial.excluded_by``).
 EXCLUSIONS = {
     "quick-look bound": "its quick-look bound is below the best eligible score",
-    "short curve": "its short-curve score is more than the margin below the best eligible score",
+    "separated": (
+        f"its score is below the best eligible score by more than {SEPARATION_Z} standard "
+        "errors of the difference (one-sided, 95 %)"
+    ),
     "batch invariance": "its target's multi-position pass changes greedy choices (the rule)",
-    "lower score": "measured in full, it scored below the choice",
+    "lower score": "measured to the repeats cap without separation, it scored below the choice",
     "none eligible": "no candidate passed batch invariance; the highest agreement was taken",
 }
 #: Relative timing error the quick-look bound allows for (module docstring).
 QUICK_NOISE = 0.1
 #: Positions the quick look times every neural model's passes at.
 QUICK_M = 4
+#: Timed repeats of each quick-look pass (after one warm-up): the bound allows for their
+#: error (:data:`QUICK_NOISE`).
+QUICK_REPEATS = 1
 
 
 @dataclass(frozen=True)
@@ -60,7 +69,9 @@ class NumericsTrial:
     ``"bound"`` the target's one-token pass, a lower bound of it); ``invariance`` is None
     where it was not checked; ``excluded_by`` names the rule that excluded it
     (:data:`EXCLUSIONS`; None for the choice); ``bound`` is its quick-look bound (None when
-    the search had no quick look)."""
+    the search had no quick look); ``rounds`` its timed rounds, ``stopped`` why they
+    stopped (:data:`realrun.numerics_rounds.STOPS`) and ``score_se`` the score's standard
+    error (:func:`realrun.numerics_rounds.score_stderr`)."""
 
     dtype: str
     threads: int
@@ -73,6 +84,9 @@ class NumericsTrial:
     rule: str = "strict"
     excluded_by: str | None = None
     bound: float | None = None
+    rounds: int = 0
+    stopped: str | None = None
+    score_se: float = 0.0
 
     @property
     def eligible(self) -> bool | None:
@@ -95,7 +109,13 @@ class NumericsTrial:
                 self.score
             ),
             "excluded_by": self.excluded_by,
+            "rounds": self.rounds,
+            "stopped": self.stopped,
         }
+        if self.stopped is not None:
+            out["stopped_because"] = STOPS[self.stopped]
+        if self.stage != "bound":
+            out["score_stderr_tokens_per_s"] = self.score_se
         if self.excluded_by is not None:
             out["reason"] = EXCLUSIONS[self.excluded_by]
         if self.bound is not None:
@@ -155,17 +175,19 @@ def throughput_bound(
 
 
 def summary(chosen: NumericsTrial, trials: Sequence[NumericsTrial], seconds: float) -> list[str]:
-    """What was chosen (score, recommendation, batch invariance) and why (how many
-    candidates each rule excluded), then one line for every candidate predicted faster than
-    the choice, naming the rule that excluded it."""
+    """What was chosen (score ± its standard error, recommendation, batch invariance, its
+    rounds and why they stopped) and why (how many candidates each rule excluded), then one
+    line for every candidate predicted faster than the choice, naming the rule that excluded
+    it."""
     rec, inv = chosen.recommendation, chosen.invariance
     assert rec is not None and inv is not None
     what = rec.best.describe() if rec.decision == "speculative" else "autoregressive decoding"
     lines = [
-        f"numerics: {chosen.label}, predicted {chosen.score:.2f} tokens/s ({what}, EWIF "
-        f"{max(rec.ewif, 1.0):.3f}); batch invariance {inv.describe(chosen.dtype)} "
-        f"({chosen.rule})"
+        f"numerics: {chosen.label}, predicted {chosen.score:.2f} ± {chosen.score_se:.2f} "
+        f"tokens/s ({what}, EWIF {max(rec.ewif, 1.0):.3f}); batch invariance "
+        f"{inv.describe(chosen.dtype)} ({chosen.rule})"
         + ("" if chosen.eligible else " (none eligible: highest agreement taken)")
+        + f"; {_rounds(chosen)}"
     ]
     counts = {
         rule: sum(t.excluded_by == rule for t in trials)
@@ -183,7 +205,13 @@ def summary(chosen: NumericsTrial, trials: Sequence[NumericsTrial], seconds: flo
         if t.excluded_by == "batch invariance" and t.invariance is not None:
             why = f"batch invariance {t.invariance.describe(t.dtype)} under the {t.rule} rule"
         lines.append(
-            f"faster, not chosen: {t.label} at a predicted {t.score:.2f} tokens/s "
-            f"({t.stage}): excluded by {why}"
+            f"faster, not chosen: {t.label} at a predicted {t.score:.2f} ± {t.score_se:.2f} "
+            f"tokens/s ({t.stage}, {_rounds(t)}): excluded by {why}"
         )
     return lines
+
+
+def _rounds(t: NumericsTrial) -> str:
+    """``"N rounds, stopped: why"`` of a trial."""
+    why = "" if t.stopped is None else f", stopped: {t.stopped}"
+    return f"{t.rounds} round{'s' * (t.rounds != 1)}{why}"

@@ -125,7 +125,9 @@ def test_staged_search_accounts_for_every_candidate_and_names_faster_ones(
     assert chosen.dtype != "bfloat16"
     assert all(t.excluded_by in EXCLUSIONS for t in trials if t is not chosen)
     assert all(t.score < chosen.score for t in trials if t.stage == "bound")
-    assert all(t.score < 0.85 * chosen.score for t in trials if t.stage == "short curve")
+    separated = [t for t in trials if t.excluded_by == "separated"]
+    assert all(t.stopped == "separated" and t.score < chosen.score for t in separated)
+    assert all(t.rounds == 3 for t in trials if t.stage == "confirmed" or t.stopped == "repeats")
     faster = [t for t in trials if t.stage != "bound" and t.score > chosen.score]
     assert all(t.excluded_by == "batch invariance" for t in faster)
     for t in trials:
@@ -170,22 +172,25 @@ def test_summary_names_a_faster_candidate_and_its_reason():
     rec = recommend(model_set, k_max=2)
     ok = Invariance(4, 48, 48, None)
     flip = Invariance(4, 48, 47, 0.125, (Disagreement(0.125, 20.0),))
-    chosen = NumericsTrial("float16", 2, 0.139, "confirmed", 7.19, rec, ok)
-    faster = NumericsTrial(
-        "bfloat16", 2, 0.12, "invariance", 8.28, rec, flip, excluded_by="batch invariance"
+    chosen = NumericsTrial(
+        "float16", 2, 0.139, "confirmed", 7.19, rec, ok, rounds=4, stopped="precision", score_se=0.1
     )
+    faster = NumericsTrial(
+        "bfloat16", 2, 0.12, "invariance", 8.28, rec, flip, excluded_by="batch invariance",
+        rounds=3, stopped="batch invariance", score_se=0.2,
+    )  # fmt: skip
     slower = NumericsTrial("float32", 1, 0.5, "bound", 3.0, excluded_by="quick-look bound")
     lines = summary(chosen, [chosen, faster, slower], 120.0)
-    assert lines[0].startswith("numerics: float16 × 2 threads, predicted 7.19 tokens/s")
-    assert "batch invariance 48/48 agree (strict)" in lines[0]
+    assert lines[0].startswith("numerics: float16 × 2 threads, predicted 7.19 ± 0.10 tokens/s")
+    assert lines[0].endswith("batch invariance 48/48 agree (strict); 4 rounds, stopped: precision")
     assert lines[1] == (
-        "why: 3 candidates in 120 s; excluded: 1 by quick-look bound, 0 by short curve, "
+        "why: 3 candidates in 120 s; excluded: 1 by quick-look bound, 0 by separated, "
         "1 by batch invariance, 0 by lower score"
     )
     assert lines[2] == (
-        "faster, not chosen: bfloat16 × 2 threads at a predicted 8.28 tokens/s (invariance): "
-        "excluded by batch invariance 47/48 agree; 1 disagreement at logit gap 0.125 "
-        "(1 bfloat16 step) under the strict rule"
+        "faster, not chosen: bfloat16 × 2 threads at a predicted 8.28 ± 0.20 tokens/s "
+        "(invariance, 3 rounds, stopped: batch invariance): excluded by batch invariance "
+        "47/48 agree; 1 disagreement at logit gap 0.125 (1 bfloat16 step) under the strict rule"
     )
     assert len(lines) == 3
     assert faster.to_dict()["reason"] == EXCLUSIONS["batch invariance"]

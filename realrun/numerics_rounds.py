@@ -1,0 +1,86 @@
+"""When a numerics candidate's timing rounds stop: the sequential rules of the search.
+
+Every candidate ``(dtype, threads)`` is scored by ``S = max(EWIF*, 1) / t_AR`` tokens/s
+(:mod:`realrun.numerics`), where ``t_AR`` — the **AR unit** — is the timed autoregressive
+seconds per token over the candidate's rounds (``Σ seconds / Σ tokens``, with its standard
+error over rounds, :func:`realrun.timing.per_token`). The search adds timing rounds one at
+a time and stops by two rules instead of fixed round counts.
+
+The score's standard error. By the delta method on ``1 / t_AR`` with EWIF* held at its
+estimate, ``se(S) = S · se(t_AR) / t_AR``: the score is as precise, relatively, as the AR
+unit (:func:`score_stderr`). It is exact when the recommendation is autoregressive
+(``S = 1 / t_AR``); for a speculative one the cycle's pass seconds, timed in the same rounds
+on the same machine, stand for it. α is one measurement shared by every candidate, so its
+error does not move one candidate against another and is left out.
+
+Separation (a runner-up's rounds, :func:`separation`). A candidate is *separated* from the
+leader (the best eligible score so far) when, after at least :data:`MIN_ROUNDS` rounds
+each, the difference of their scores exceeds :data:`SEPARATION_Z` standard errors of the
+difference, ``|S − S_lead| > z · √(se(S)² + se(S_lead)²)``: below, it is excluded
+(``"separated"``); above, it becomes the leader. While neither holds it gets one more round,
+up to ``repeats`` rounds.
+
+Precision (the leader's rounds, :func:`confirmation_stop`). The leader's rounds stop once
+its AR unit's relative standard error is at most :data:`PRECISION` after at least
+:data:`MIN_ROUNDS` rounds, or at ``repeats`` rounds; never while its timed rounds have taken
+less than ``min_seconds`` (then up to ``4 · repeats`` rounds, as
+:func:`realrun.timing.time_family` extends rounds by time).
+"""
+
+from __future__ import annotations
+
+#: One-sided z of a 95 % confidence level: a runner-up is separated from the leader when
+#: their scores differ by more than this many standard errors of the difference (a runner-up
+#: that is really as fast as the leader is excluded at one look with probability ≤ 5 %).
+SEPARATION_Z = 1.645
+#: Relative standard error of the AR unit at which the leader's rounds stop (1.5 %: its
+#: score is then known to ±3 % at 95 %).
+PRECISION = 0.015
+#: Rounds a candidate has at least before a standard error over its rounds is used.
+MIN_ROUNDS = 3
+#: Why a candidate's timing rounds stopped (``NumericsTrial.stopped``).
+STOPS = {
+    "bound": "not timed: its quick-look bound was below the best eligible score",
+    "separated": f"its score was {SEPARATION_Z} standard errors below the leader's",
+    "batch invariance": "its target failed batch invariance after its short curve",
+    "precision": f"its AR unit's relative standard error reached {PRECISION:.1%}",
+    "repeats": "it reached the repeats cap",
+}
+
+
+def score_stderr(score: float, unit: float, unit_se: float) -> float:
+    """``se(S) = S · se(t_AR) / t_AR`` (module docstring), tokens/s."""
+    if unit <= 0:
+        raise ValueError(f"the AR unit must be > 0 seconds, got {unit!r}")
+    return score * unit_se / unit
+
+
+def separation(
+    score: float, se: float, rounds: int, lead: float, lead_se: float, lead_rounds: int
+) -> str | None:
+    """``"below"`` or ``"above"`` when a candidate's score is separated from the leader's
+    (module docstring: both with at least :data:`MIN_ROUNDS` rounds, the difference beyond
+    :data:`SEPARATION_Z` standard errors of it), else None."""
+    if min(rounds, lead_rounds) < MIN_ROUNDS:
+        return None
+    bar = SEPARATION_Z * (se * se + lead_se * lead_se) ** 0.5
+    if score < lead - bar:
+        return "below"
+    if score > lead + bar:
+        return "above"
+    return None
+
+
+def confirmation_stop(
+    rounds: int, relative_se: float, spent: float, repeats: int, min_seconds: float = 0.0
+) -> str | None:
+    """Why the leader's rounds stop now (``"precision"`` or ``"repeats"``, :data:`STOPS`),
+    or None for one more round (module docstring): ``rounds`` timed so far, the AR unit's
+    ``relative_se``, ``spent`` seconds of timed rounds."""
+    if spent < min_seconds and rounds < 4 * repeats:
+        return None
+    if rounds >= MIN_ROUNDS and relative_se <= PRECISION:
+        return "precision"
+    if rounds >= repeats:
+        return "repeats"
+    return None

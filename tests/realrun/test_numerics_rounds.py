@@ -1,0 +1,238 @@
+"""realrun.numerics_rounds: the sequential rules that stop a numerics candidate's rounds, on
+their own and driving the search (:class:`realrun.numerics._Search`) over stub families whose
+rounds time scripted AR seconds."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from itertools import cycle
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ewif.files.model_set import ModelSet
+from ewif.search.recommendation import recommend
+from realrun.invariance import Disagreement, Invariance
+from realrun.measure import Costs
+from realrun.numerics import _Candidate, _Search
+from realrun.numerics_rounds import (
+    MIN_ROUNDS,
+    PRECISION,
+    SEPARATION_Z,
+    STOPS,
+    confirmation_stop,
+    score_stderr,
+    separation,
+)
+from realrun.numerics_settings import SearchSettings
+from realrun.numerics_trials import EXCLUSIONS, summary
+from realrun.timing import FamilyTiming, per_token
+from simulate.decoder.sampling import Decoding
+
+TOKENS = 32
+
+
+def test_separation_needs_the_rounds_and_the_z_standard_errors():
+    assert separation(9.0, 0.1, MIN_ROUNDS, 10.0, 0.1, MIN_ROUNDS) == "below"
+    assert separation(11.0, 0.1, MIN_ROUNDS, 10.0, 0.1, MIN_ROUNDS) == "above"
+    assert separation(9.0, 0.1, MIN_ROUNDS - 1, 10.0, 0.1, MIN_ROUNDS) is None
+    edge = SEPARATION_Z * np.hypot(0.3, 0.4)  # 0.8225
+    assert separation(10.0 - edge * 0.99, 0.3, 5, 10.0, 0.4, 5) is None
+    assert separation(10.0 - edge * 1.01, 0.3, 5, 10.0, 0.4, 5) == "below"
+
+
+@given(
+    rounds=st.integers(0, 40),
+    rse=st.floats(0.0, 0.2),
+    spent=st.floats(0.0, 100.0),
+    repeats=st.integers(1, 10),
+    min_seconds=st.floats(0.0, 100.0),
+)
+def test_confirmation_stops_only_at_precision_or_the_cap(rounds, rse, spent, repeats, min_seconds):
+    why = confirmation_stop(rounds, rse, spent, repeats, min_seconds)
+    if spent < min_seconds and rounds < 4 * repeats:
+        assert why is None
+    elif why == "precision":
+        assert rounds >= MIN_ROUNDS and rse <= PRECISION
+    elif why == "repeats":
+        assert rounds >= repeats
+    else:
+        assert why is None and rounds < repeats and (rounds < MIN_ROUNDS or rse > PRECISION)
+
+
+def test_score_stderr_is_the_units_relative_error():
+    assert score_stderr(10.0, 0.1, 0.002) == pytest.approx(0.2)
+    with pytest.raises(ValueError, match="AR unit"):
+        score_stderr(10.0, 0.0, 0.1)
+
+
+# ---------------------------------------------------------------- the search on stub families
+class _StubSearch(_Search):
+    """The search's stage logic over scripted rounds: candidate ``(dtype, threads)``'s
+    rounds decode ``TOKENS`` tokens in the seconds ``script[(dtype, threads)]`` cycles
+    through; its score is ``1 / t_AR`` (autoregressive decoding); bfloat16 targets fail batch
+    invariance when ``flips``."""
+
+    def __init__(self, script, repeats=10, flips=False):
+        settings = SearchSettings(
+            tuple(dict.fromkeys(d for d, _ in script)),
+            tuple(dict.fromkeys(t for _, t in script)),
+            TOKENS, (1.0,), Decoding(), k_max=2, max_m=2, repeats=repeats, warmup=1,
+        )  # fmt: skip
+        super().__init__(settings, [], lambda dtype: None)
+        self.script = {key: cycle(seconds) for key, seconds in script.items()}
+        self.labels = {d: d for d in settings.dtypes}
+        self.flips = flips
+        self.timed_rounds: dict[tuple[str, int], int] = {}
+        self.candidates = [_Candidate(d, t) for d, t in script]
+
+    def family_of(self, c):
+        self.current = (c.dtype, c.threads)
+
+    def _costs(self, family, rounds, offset):
+        seconds = tuple(next(self.script[self.current]) for _ in range(rounds))
+        self.timed_rounds[self.current] = self.timed_rounds.get(self.current, 0) + rounds
+        timing = FamilyTiming({}, None, (TOKENS,) * rounds, seconds, contexts=(1,) * rounds)
+        return Costs(("t",), timing, {}, 1, rounds, 0)
+
+    def scored(self, c, stage):
+        unit, se = per_token(c.costs.family.ar_tokens, c.costs.family.ar_seconds)
+        invariance, stopped = (
+            (None, None) if c.trial is None else (c.trial.invariance, c.trial.stopped)
+        )
+        c.trial = replace(
+            self.trial(c, stage, 1.0 / unit, unit),
+            recommendation=_AR,
+            score_se=score_stderr(1.0 / unit, unit, se),
+            rounds=c.rounds,
+            invariance=invariance,
+            stopped=stopped,
+        )
+        return c.trial
+
+    def check_invariance(self, c):
+        bad = self.flips and c.dtype == "bfloat16"
+        inv = _FLIP if bad else Invariance(4, 48, 48, None)
+        c.trial = replace(c.trial, invariance=inv)
+        return not bad
+
+    def run(self):
+        for c in self.candidates:
+            self.run_candidate(c)
+        return self.choose()
+
+
+def _ar_recommendation():
+    alpha = np.full((2, 2), np.nan)
+    alpha[0, 1] = 0.1
+    slow = ModelSet(
+        models=("t", "d"),
+        cost=np.array([1.0, 0.9]),
+        cost_per_token=np.zeros(2),
+        alpha={1.0: alpha},
+        cost_curve=(np.array([1.0, 1.9]), np.array([0.9])),
+    )
+    return recommend(slow, k_max=2)
+
+
+_AR = _ar_recommendation()
+_FLIP = Invariance(4, 48, 47, 0.125, (Disagreement(0.125, 20.0),))
+
+
+def _rounds(unit, spread):
+    """A round's seconds for ``TOKENS`` tokens at ``unit`` s/token, ± ``spread`` in turn."""
+    return [TOKENS * unit * (1 + spread), TOKENS * unit * (1 - spread), TOKENS * unit]
+
+
+def _trials(search):
+    return {(c.dtype, c.threads): c.trial for c in search.candidates}
+
+
+def test_a_clearly_separated_runner_up_stops_after_its_short_curve():
+    search = _StubSearch(
+        {("float16", 2): _rounds(0.100, 0.01), ("bfloat16", 2): _rounds(0.150, 0.01)}
+    )
+    chosen = search.run()
+    t = _trials(search)
+    assert (chosen.dtype, chosen.threads) == ("float16", 2)
+    runner = t[("bfloat16", 2)]
+    assert runner.excluded_by == "separated" and runner.stopped == "separated"
+    assert runner.stage == "short curve" and runner.rounds == MIN_ROUNDS
+    assert search.timed_rounds[("bfloat16", 2)] == MIN_ROUNDS + 1  # + its warm-up
+    assert runner.invariance is None  # stopped before the invariance check
+    assert runner.to_dict()["reason"] == EXCLUSIONS["separated"]
+
+
+def test_an_unseparated_runner_up_is_measured_to_the_cap():
+    search = _StubSearch(
+        {("float16", 2): _rounds(0.100, 0.01), ("bfloat16", 2): _rounds(0.101, 0.05)}
+    )
+    search.run()
+    runner = _trials(search)[("bfloat16", 2)]
+    assert runner.rounds == 10 and runner.stopped == "repeats"
+    assert runner.excluded_by == "lower score" and runner.stage == "rounds"
+    assert runner.invariance is not None
+
+
+def test_a_runner_up_that_overtakes_leads_and_is_confirmed():
+    search = _StubSearch(
+        {("float16", 2): _rounds(0.150, 0.01), ("bfloat16", 2): _rounds(0.100, 0.01)}
+    )
+    chosen = search.run()
+    t = _trials(search)
+    assert (chosen.dtype, chosen.threads) == ("bfloat16", 2)
+    assert t[("float16", 2)].excluded_by == "separated"
+    assert t[("bfloat16", 2)].stage == "confirmed" and t[("bfloat16", 2)].excluded_by is None
+
+
+def test_the_chosen_stops_at_the_stated_precision():
+    search = _StubSearch({("float16", 2): _rounds(0.100, 0.04)})
+    search.settings = replace(search.settings, counts=(2, 1))  # a search, not given numerics
+    chosen = search.run()
+    t = chosen.trial
+    assert t.stopped == "precision" and MIN_ROUNDS < t.rounds < 10
+    seconds = _rounds(0.100, 0.04) * 10
+
+    def rse(n):
+        unit, se = per_token([TOKENS] * n, seconds[:n])
+        return se / unit
+
+    assert rse(t.rounds) <= PRECISION < rse(t.rounds - 1)
+    assert t.to_dict()["stopped_because"] == STOPS["precision"]
+
+
+def test_the_report_names_each_faster_excluded_candidate_and_its_reason():
+    script = {
+        ("float16", 2): _rounds(0.100, 0.01),
+        ("bfloat16", 2): _rounds(0.080, 0.01),  # faster, fails batch invariance
+        ("float16", 1): _rounds(0.200, 0.01),  # slower, separated
+    }
+    search = _StubSearch(script, flips=True)
+    chosen = search.run()
+    t = _trials(search)
+    assert (chosen.dtype, chosen.threads) == ("float16", 2)
+    assert t[("bfloat16", 2)].excluded_by == "batch invariance"
+    assert t[("float16", 1)].excluded_by == "separated"
+    lines = summary(chosen.trial, list(t.values()), 60.0)
+    assert "stopped: precision" in lines[0] and " ± " in lines[0]
+    assert "1 by separated, 1 by batch invariance" in lines[1]
+    faster = [line for line in lines if line.startswith("faster, not chosen: ")]
+    assert len(faster) == 1
+    assert faster[0].startswith("faster, not chosen: bfloat16 × 2 threads at a predicted 12.50")
+    assert "(invariance, 3 rounds, stopped: batch invariance)" in faster[0]
+    assert faster[0].endswith(
+        "47/48 agree; 1 disagreement at logit gap 0.125 (1 bfloat16 step) under the strict rule"
+    )
+
+
+def test_the_exhaustive_baseline_measures_every_candidate_to_the_cap():
+    script = {("float16", 2): _rounds(0.100, 0.01), ("bfloat16", 2): _rounds(0.150, 0.01)}
+    search = _StubSearch(script)
+    search.settings = replace(search.settings, exhaustive=True)
+    chosen = search.run()
+    assert (chosen.dtype, chosen.threads) == ("float16", 2)
+    t = _trials(search)
+    assert all(x.rounds == 10 and x.stopped == "repeats" for x in t.values())
+    assert t[("bfloat16", 2)].excluded_by == "lower score"
