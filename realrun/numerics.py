@@ -21,9 +21,8 @@ recorded with the rule that excluded it (:data:`realrun.numerics_trials.EXCLUSIO
 the account of the choice names every candidate predicted faster than the choice, with its
 reason (:func:`realrun.numerics_trials.summary`):
 
-0. **Quick look** (:meth:`_Search.quick_look`): every neural model's passes over
-   ``m = 1..4`` are timed for every candidate on the first measuring prompt, one load per
-   dtype.
+0. **Quick look** (:meth:`_Search.quick_look`): every neural model's fastest of two passes
+   over ``m = 1..4``, for every candidate on the first measuring prompt, one load per dtype.
 1. **α once** (:meth:`_Search.measure_alpha`), in the dtype loaded last; every candidate is
    scored with it (the dtypes differ in what a pass costs, not, beyond rounding, in what the
    models predict). If another dtype wins, α is measured again in it, so the model set's α
@@ -73,6 +72,7 @@ from realrun.numerics_trials import (
     QUICK_REPEATS,
     STAGES,
     NumericsTrial,
+    fastest,
     score,
     summary,
     throughput_bound,
@@ -168,7 +168,7 @@ class _Search:
 
     # ------------------------------------------------------------------ stages 0-2
     def quick_look(self) -> None:
-        """Stage 0: every neural model's passes over ``m = 1..4`` for every candidate."""
+        """Stage 0: every neural model's fastest passes over ``m = 1..4``, per candidate."""
         s = self.settings
         for dtype in s.dtypes:
             family = self.family(dtype)
@@ -177,7 +177,7 @@ class _Search:
                 set_threads(family, t)
                 with self.timed("quick look"):
                     self.quick[(dtype, t)] = {
-                        m.name: list(time_passes(m, context, QUICK_M, QUICK_REPEATS, 1).seconds)
+                        m.name: fastest(time_passes(m, context, QUICK_M, QUICK_REPEATS, 1))
                         for m in family.chain
                         if isinstance(m, TokenModel)
                     }

@@ -15,8 +15,16 @@ from ewif.files.model_set import ModelSet
 from ewif.search.recommendation import recommend
 from realrun.invariance import Disagreement, Invariance
 from realrun.numerics import STAGES, NumericsTrial, measure_numerics
-from realrun.numerics_trials import EXCLUSIONS, QUICK_NOISE, floor_curve, summary, throughput_bound
+from realrun.numerics_trials import (
+    EXCLUSIONS,
+    QUICK_NOISE,
+    fastest,
+    floor_curve,
+    summary,
+    throughput_bound,
+)
 from realrun.pipeline import split_prompts
+from realrun.timing import PassTiming
 from simulate.decoder.sampling import Decoding
 
 
@@ -57,6 +65,19 @@ def test_no_configuration_beats_the_quick_look_bound(a, b, target, drafter, rise
     assert throughput_bound(("t", "d", "e"), {1.0: alpha}, quick, k_max=4) == pytest.approx(
         bound / (1 - QUICK_NOISE)
     )
+
+
+def test_a_stalled_quick_look_pass_cannot_lower_the_bound():
+    """A shipped run's 2-thread candidate was excluded by a stalled quick look (1.17 s for an
+    8 ms pass): the quick look keeps each size's fastest timing, so one stall cannot lower
+    the bound."""
+    alpha = {1.0: np.array([[np.nan, 0.3], [np.nan, np.nan]])}
+    clean = PassTiming.of([1, 2, 3, 4], [[0.008, 0.0081], [0.011] * 2, [0.013] * 2, [0.016] * 2])
+    stalled = PassTiming.of([1, 2, 3, 4], [[1.17, 0.008], [0.011] * 2, [0.013] * 2, [0.016] * 2])
+    assert fastest(stalled) == [0.008, 0.011, 0.013, 0.016]
+    bound = throughput_bound(["t", "mag"], alpha, {"t": fastest(stalled)}, k_max=4)
+    assert bound == throughput_bound(["t", "mag"], alpha, {"t": fastest(clean)}, k_max=4)
+    assert bound > 1.0 / 0.0081  # at least AR's throughput at the unstalled pass
 
 
 def test_floor_curve_and_its_edges():
