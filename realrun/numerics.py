@@ -35,8 +35,8 @@ reason (:func:`realrun.numerics_trials.summary`):
    candidate *separated* below the leader (:mod:`realrun.numerics_rounds`) stops here.
 4. **Batch invariance**, before more rounds (it is cheaper).
 5. **Rounds, one at a time** while a runner-up is not separated from the leader, up to
-   ``repeats``; separated above, or ahead at the cap, it leads. A new leader is
-   **confirmed**: rounds until its AR unit is precise (``PRECISION``) or ``repeats``.
+   ``repeats``; separated above, or ahead at the cap, it leads. The leader is **confirmed**
+   (rounds to ``PRECISION`` or ``repeats``) only when a bound is checked against it, or last.
 
 Every bar is the best *eligible* score, so a candidate is never dropped in favour of one
 that batch invariance later excludes. ``exhaustive=True`` measures every candidate for
@@ -217,6 +217,8 @@ class _Search:
         """Stages 2-5 for one candidate; its trial names the rule that stopped it."""
         s = self.settings
         if not s.exhaustive and c.bound is not None and c.bound < self.best_score:
+            self.confirm(self.best)  # a bound excludes only against a confirmed score
+        if not s.exhaustive and c.bound is not None and c.bound < self.best_score:
             one = self.quick[(c.dtype, c.threads)]
             target = next(iter(one.values()))[0]
             c.trial = self.trial(c, "bound", c.bound, target, excluded_by="quick-look bound")
@@ -235,13 +237,13 @@ class _Search:
             self.exclude(c, "short curve", "separated", stopped="separated")
         elif not self.check_invariance(c):
             self.exclude(c, "invariance", "batch invariance", stopped="batch invariance")
-        elif self.race(c):
-            self.confirm(c)
+        else:
+            self.race(c)
 
-    def race(self, c: _Candidate) -> bool:
+    def race(self, c: _Candidate) -> None:
         """Stage 5 for a runner-up (the first eligible candidate leads at once): one round
-        at a time while it is not separated from the leader, up to ``repeats``; True when it
-        becomes the leader (separated above, or ahead at the cap)."""
+        at a time while it is not separated from the leader, up to ``repeats``; it leads
+        when separated above, or ahead at the cap."""
         if self.best is None:
             return self.lead(c, "")
         while (side := self.separated(c)) is None and c.rounds < self.settings.repeats:
@@ -249,12 +251,10 @@ class _Search:
             self.rescaled(c, "rounds")
         self.scored(c, "rounds")
         if side == "below":
-            self.exclude(c, "rounds", "separated", stopped="separated")
-            return False
+            return self.exclude(c, "rounds", "separated", stopped="separated")
         if side == "above" or c.trial.score > self.best_score:
             return self.lead(c, "separated" if side == "above" else "lower score")
         self.exclude(c, "rounds", "lower score", stopped="repeats")
-        return False
 
     def separated(self, c: _Candidate) -> str | None:
         """:func:`realrun.numerics_rounds.separation` of ``c`` from the leader."""
@@ -266,20 +266,21 @@ class _Search:
             t.score, t.score_se, c.rounds, lead.trial.score, lead.trial.score_se, lead.rounds
         )
 
-    def lead(self, c: _Candidate, why: str) -> bool:
+    def lead(self, c: _Candidate, why: str) -> None:
         """``c`` becomes the leader; the old one is excluded by ``why``."""
         if self.best is not None:
             self.exclude(self.best, self.best.trial.stage, why)
         self.best = c
-        return True
 
     def exclude(self, c: _Candidate, stage: str, why: str, stopped: str | None = None) -> None:
         c.trial = replace(c.trial, stage=stage, excluded_by=why, stopped=stopped or c.trial.stopped)
 
     def confirm(self, c: _Candidate) -> None:
         """Rounds until :func:`realrun.numerics_rounds.confirmation_stop`, then the final
-        score; the exhaustive baseline and given numerics (no search) take ``repeats``
-        rounds, no precision rule."""
+        score (once: a confirmed candidate is left as it is); the exhaustive baseline and
+        given numerics (no search) take ``repeats`` rounds, no precision rule."""
+        if c.trial is not None and c.trial.stage == "confirmed":
+            return
         s = self.settings
         precise = s.searching and not s.exhaustive
         while True:
@@ -400,17 +401,16 @@ class _Search:
 
     # ------------------------------------------------------------------ the choice
     def choose(self) -> _Candidate:
-        """The best eligible candidate; if none is eligible, the highest agreement (then
-        score) among those checked, measured in full."""
-        if self.best is not None:
-            return self.best
-        checked = [c for c in self.candidates if c.trial and c.trial.invariance is not None]
-        chosen = max(checked, key=lambda c: (c.trial.invariance.rate, c.trial.score))
-        if chosen.trial.stage != "confirmed":
-            self.confirm(chosen)
-        for c in checked:
-            if c is not chosen and c.trial.excluded_by is None:
-                c.trial = replace(c.trial, excluded_by="batch invariance")
+        """The best eligible candidate (none eligible: the highest agreement, then score, of
+        those checked), confirmed only now: an overtaken leader never needed its rounds."""
+        chosen = self.best
+        if chosen is None:
+            checked = [c for c in self.candidates if c.trial and c.trial.invariance is not None]
+            chosen = max(checked, key=lambda c: (c.trial.invariance.rate, c.trial.score))
+            for c in checked:
+                if c is not chosen and c.trial.excluded_by is None:
+                    c.trial = replace(c.trial, excluded_by="batch invariance")
+        self.confirm(chosen)
         chosen.trial = replace(chosen.trial, excluded_by=None)
         return chosen
 

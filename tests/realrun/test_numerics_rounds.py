@@ -236,3 +236,33 @@ def test_the_exhaustive_baseline_measures_every_candidate_to_the_cap():
     t = _trials(search)
     assert all(x.rounds == 10 and x.stopped == "repeats" for x in t.values())
     assert t[("bfloat16", 2)].excluded_by == "lower score"
+
+
+def test_an_overtaken_leader_is_never_confirmed():
+    """The first eligible candidate leads on its short curve; the faster runner-up separates
+    above it and is the one confirmed: the old leader keeps its short curve's rounds."""
+    search = _StubSearch(
+        {("bfloat16", 2): _rounds(0.150, 0.01), ("float16", 2): _rounds(0.100, 0.01)}
+    )
+    search.settings = replace(search.settings, counts=(2, 1))  # a search, not given numerics
+    chosen = search.run()
+    t = _trials(search)
+    assert (chosen.dtype, chosen.threads) == ("float16", 2) and chosen.trial.stage == "confirmed"
+    assert t[("bfloat16", 2)].rounds == MIN_ROUNDS and t[("bfloat16", 2)].stage != "confirmed"
+    assert search.timed_rounds[("bfloat16", 2)] == MIN_ROUNDS + 1  # + its warm-up
+
+
+def test_a_bound_is_checked_against_a_confirmed_leader():
+    """A leader whose short curve was lucky (10 tokens/s, then rounds at 5): a candidate whose
+    quick-look bound (9) is below the short curve's score is not excluded by it, because the
+    leader is confirmed first and its confirmed score is below the bound."""
+    lucky = [TOKENS * 0.1, *_rounds(0.1, 0.1)] + [TOKENS * 0.2] * 40  # warm-up, 3 fast, slow
+    search = _StubSearch({("float16", 2): lucky, ("float16", 1): _rounds(0.105, 0.01)})
+    search.settings = replace(search.settings, counts=(2, 1))
+    search.candidates[1].bound = 9.0
+    search.quick[("float16", 1)] = {"t": [0.105, 0.2, 0.3, 0.4]}
+    chosen = search.run()
+    t = _trials(search)
+    assert t[("float16", 2)].stage == "confirmed" and t[("float16", 2)].score < 9.0
+    assert t[("float16", 1)].excluded_by != "quick-look bound"
+    assert (chosen.dtype, chosen.threads) == ("float16", 1)
