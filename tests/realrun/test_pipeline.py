@@ -160,7 +160,10 @@ def test_timing_diagnostics_leave_the_ar_methods_passes_to_the_ar_reference(
     timed = model_set.metadata["timing"][drafter]
     assert timed["row_seconds_stderr"] >= 0 and math.isfinite(timed["row_seconds"])
     unit = model_set.metadata["ar_seconds_per_token"]
-    assert model_set.row_cost[1] * unit == pytest.approx(max(timed["row_seconds"], 0.0))
+    if "priced at it" in model_set.metadata.get("row_cost_bounded", {}).get(drafter, ""):
+        assert model_set.row_cost[1] * unit < timed["row_seconds"]  # above what c(m) admits
+    else:
+        assert model_set.row_cost[1] * unit == pytest.approx(max(timed["row_seconds"], 0.0))
     assert model_set.row_cost[0] == 0.0
     for size, v in got[drafter].items():
         assert v["run_rows"] == 1.0
