@@ -54,7 +54,7 @@ from dataclasses import dataclass, field, replace
 from tqdm.auto import tqdm
 
 from ewif.files.model_set import ModelSet
-from ewif.search.recommendation import recommend
+from ewif.search.recommendation import Recommendation, recommend
 from realrun.acceptance import Acceptance, measure_acceptance
 from realrun.ar import ar_timer
 from realrun.family import Family, load_family, set_threads
@@ -216,9 +216,9 @@ class _Search:
     def run_candidate(self, c: _Candidate) -> None:
         """Stages 2-5 for one candidate; its trial names the rule that stopped it."""
         s = self.settings
-        if not s.exhaustive and c.bound is not None and c.bound < self.best_score:
+        if self.bounded(c):
             self.confirm(self.best)  # a bound excludes only against a confirmed score
-        if not s.exhaustive and c.bound is not None and c.bound < self.best_score:
+        if self.bounded(c):
             one = self.quick[(c.dtype, c.threads)]
             target = next(iter(one.values()))[0]
             c.trial = self.trial(c, "bound", c.bound, target, excluded_by="quick-look bound")
@@ -240,6 +240,10 @@ class _Search:
         else:
             self.race(c)
 
+    def bounded(self, c: _Candidate) -> bool:
+        """Stage 2: ``c``'s quick-look bound is below the leader's score (a search only)."""
+        return not self.settings.exhaustive and c.bound is not None and c.bound < self.best_score
+
     def race(self, c: _Candidate) -> None:
         """Stage 5 for a runner-up (the first eligible candidate leads at once): one round
         at a time while it is not separated from the leader, up to ``repeats``; it leads
@@ -248,7 +252,7 @@ class _Search:
             return self.lead(c, "")
         while (side := self.separated(c)) is None and c.rounds < self.settings.repeats:
             self.add_rounds(c, 1)
-            self.rescaled(c, "rounds")
+            self.scored(c, "rounds", c.trial.recommendation)
         self.scored(c, "rounds")
         if side == "below":
             return self.exclude(c, "rounds", "separated", stopped="separated")
@@ -329,12 +333,16 @@ class _Search:
             progress=s.progress,
         )
 
-    def scored(self, c: _Candidate, stage: str) -> NumericsTrial:
-        """The candidate's trial at ``stage``: the recommendation on its curves so far, the
+    def scored(
+        self, c: _Candidate, stage: str, held: Recommendation | None = None
+    ) -> NumericsTrial:
+        """The candidate's trial at ``stage``: the recommendation on its curves so far (or the
+        ``held`` one, EWIF* kept at its last estimate as the rule's standard error keeps it,
+        :mod:`realrun.numerics_rounds`: a recommendation on real curves may take minutes), the
         score's standard error (:func:`realrun.numerics_rounds.score_stderr`) and its rounds
         (its invariance check and why its rounds stopped kept)."""
         assert c.costs is not None
-        rec = recommend(self.model_set(c), k_max=self.settings.k_max)
+        rec = held or recommend(self.model_set(c), k_max=self.settings.k_max)
         unit, old = c.costs.unit_seconds, c.trial
         value = score(rec, unit)
         c.trial = replace(
@@ -346,18 +354,6 @@ class _Search:
             stopped=None if old is None else old.stopped,
         )
         return c.trial
-
-    def rescaled(self, c: _Candidate, stage: str) -> None:
-        """The trial after more rounds without a new recommendation: ``max(EWIF*, 1) /
-        t_AR`` with EWIF* held at its last estimate, as the rule's standard error holds it
-        (:mod:`realrun.numerics_rounds`; a recommendation on real curves may take minutes)."""
-        assert c.costs is not None and c.trial is not None and c.trial.recommendation
-        unit, se = c.costs.unit_seconds, c.costs.family.ar_stderr
-        value = score(c.trial.recommendation, unit)
-        c.trial = replace(
-            c.trial, stage=stage, score=value, ar_token_s=unit, rounds=c.rounds,
-            score_se=score_stderr(value, unit, se),
-        )  # fmt: skip
 
     def trial(
         self, c: _Candidate, stage: str, value: float, unit: float, excluded_by: str | None = None

@@ -102,11 +102,9 @@ class TreeSteps(FedPositions):
                 return b
         return 0
 
-    def _found(self, j: int, thresholds: Sequence[float]) -> int:
+    def _found(self, thresholds: Sequence[float]) -> int:
         """How many of ``thresholds`` (non-increasing) one uniform draw falls below: the
-        candidates proposer ``j`` finds (all of them when it has no presence vector)."""
-        if j not in self.presence:
-            return len(thresholds)
+        candidates a proposer finds."""
         u = self._uniform()
         return sum(u < x for x in thresholds)
 
@@ -143,12 +141,14 @@ class TreeSteps(FedPositions):
             for m in fed[1:]:
                 if m:
                     self._record(j, m, m)
-        there = [True] + [False] * (n - 1)
-        for v in range(n):
-            if there[v] and kids[v]:
-                found = self._found(j, self.presence.get(j, ()))
-                for b, c in kids[v].items():
-                    there[c] = j not in self.presence or b <= found
+        there = [True] * n
+        if j in self.presence:
+            there = [True] + [False] * (n - 1)
+            for v in range(n):  # a node comes after its parent, whose draw came first
+                if there[v] and kids[v]:
+                    found = self._found(self.presence[j])
+                    for b, c in kids[v].items():
+                        there[c] = b <= found
         present = [node[v] for v in range(1, n) if there[v]]
         self._reviewer_pass(r, context, present, len(present) + 1)
         path, v = [], 0
@@ -195,7 +195,7 @@ class TreeSteps(FedPositions):
         q = self.presence.get(j)
         if q is None or s == 0:
             return s
-        return self._found(j, [x / q[0] for x in q[1 : s + 1]])
+        return self._found([x / q[0] for x in q[1 : s + 1]])
 
     def _spine(self, context: list[int]) -> tuple[list[int], list[int]]:
         """Algorithm 1's draft of the target (:meth:`FedPositions._draft` of row 0) and the

@@ -169,11 +169,11 @@ class Tree:
             )
         law: list[np.ndarray] = [np.zeros(0)] * self.size
         for v in reversed(range(self.size)):
-            reach = [1.0, *(q[self.ranks[c] - 1] for c in self.children[v]), 0.0]
-            product, total = np.ones(1), np.zeros(1)
-            for i, weight in enumerate(np.diff(reach[::-1])[::-1]):
-                if i:
-                    product = np.convolve(product, law[self.children[v][i - 1]])
+            kids = self.children[v]  # by rank
+            weights = -np.diff([1.0, *(q[self.ranks[c] - 1] for c in kids), 0.0])
+            product, total = np.ones(1), np.full(1, weights[0])  # no child there
+            for c, weight in zip(kids, weights[1:], strict=True):  # the first i children
+                product = np.convolve(product, law[c])
                 total = padded_add(total, weight * product)
             law[v] = np.concatenate([[0.0], total])
         return law[0]

@@ -97,7 +97,7 @@ class _StubSearch(_Search):
         timing = FamilyTiming({}, None, (TOKENS,) * rounds, seconds, contexts=(1,) * rounds)
         return Costs(("t",), timing, {}, 1, rounds, 0)
 
-    def scored(self, c, stage):
+    def scored(self, c, stage, held=None):  # the recommendation is always _AR here
         unit, se = per_token(c.costs.family.ar_tokens, c.costs.family.ar_seconds)
         invariance, stopped = (
             (None, None) if c.trial is None else (c.trial.invariance, c.trial.stopped)
