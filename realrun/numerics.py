@@ -87,9 +87,8 @@ __all__ = ["CPU_DTYPES", "STAGES", "Measured", "NumericsTrial", "measure_numeric
 
 @dataclass
 class Measured:
-    """What the measuring split produced: the family (in the chosen numerics), its model set,
-    the numerics trials (empty when numerics were given), the chosen thread count and the
-    account of the choice (empty when given)."""
+    """What the measuring split produced: the family in the chosen numerics, its model set,
+    the trials, the chosen thread count and the account (no trials nor account when given)."""
 
     family: Family
     model_set: ModelSet
@@ -100,8 +99,8 @@ class Measured:
 
 @dataclass
 class _Candidate:
-    """A candidate while the search runs: its numerics, its quick-look bound, its costs so
-    far, its trial (None until a stage ends) and its rounds."""
+    """A candidate while the search runs: numerics, bound, costs and trial (None until a
+    stage ends) so far."""
 
     dtype: str
     threads: int
@@ -110,6 +109,7 @@ class _Candidate:
     trial: NumericsTrial | None = None
     offset: int = 0  # rounds run so far, warm-up included: where the next round starts
     spent: float = 0.0  # wall seconds of its timed rounds
+    seconds: float = 0.0  # wall seconds of all its rounds (warm-up too) and its checks
 
     @property
     def rounds(self) -> int:
@@ -133,15 +133,21 @@ class _Search:
     best: _Candidate | None = None
     warm: tuple[str, int] | None = None  # the numerics that ran passes last
     seconds: dict[str, float] = field(default_factory=dict)  # wall time by kind of work
+    own: dict[str, float] = field(default_factory=dict)  # a dtype's load; "alpha": the last α
 
     @contextlib.contextmanager
-    def timed(self, work: str) -> Iterator[None]:
-        """Add the block's wall time to ``seconds[work]``."""
+    def timed(self, work: str, own: str = "", c: _Candidate | None = None) -> Iterator[None]:
+        """Add the block's wall time to ``seconds[work]`` (and to ``c.seconds``, as ``own[own]``
+        where given: what measuring one candidate alone pays)."""
         start = time.perf_counter()
         try:
             yield
         finally:
-            self.seconds[work] = self.seconds.get(work, 0.0) + time.perf_counter() - start
+            spent = time.perf_counter() - start
+            self.seconds[work] = self.seconds.get(work, 0.0) + spent
+            self.own.update({own: spent} if own else {})
+            if c is not None:
+                c.seconds += spent
 
     # ------------------------------------------------------------------ families
     def family(self, dtype: str) -> Family:
@@ -152,7 +158,7 @@ class _Search:
             for name in [d for d in self.families if d != keep]:
                 del self.families[name]
             gc.collect()
-            with self.timed("load"):
+            with self.timed("load", own=dtype):
                 self.families[dtype] = self.load(dtype)
             self.labels[dtype] = self.families[dtype].dtype
         return self.families[dtype]
@@ -187,7 +193,7 @@ class _Search:
         s = self.settings
         family = self.family(dtype)
         set_threads(family, max(s.counts))
-        with self.timed("alpha"):
+        with self.timed("alpha", own="alpha"):
             self.acceptance = measure_acceptance(
                 family.chain,
                 [encode(p, family.tokenizer) for p in self.measuring],
@@ -296,15 +302,13 @@ class _Search:
         c.trial = replace(self.scored(c, "confirmed"), stopped=why)
 
     def add_rounds(self, c: _Candidate, rounds: int) -> None:
-        """``rounds`` more timing rounds of the family's passes and AR
-        (:func:`realrun.measure.measure_costs`), pooled with the candidate's earlier ones,
-        after the warm-up rounds on its first call (none where the numerics are already
-        warm: α was just measured in them). Every call goes on through the measuring
-        prompts where the last stopped."""
+        """``rounds`` more rounds (:func:`realrun.measure.measure_costs`) pooled with the
+        earlier ones, after warm-up rounds on a first call unless the numerics are warm (α just
+        ran in them), on through the measuring prompts from where the last call stopped."""
         s = self.settings
         family = self.family_of(c)
         warmup = s.warmup if c.offset == 0 and self.warm != (c.dtype, c.threads) else 0
-        with self.timed("curves"):
+        with self.timed("curves", c=c):
             if warmup:
                 self._costs(family, warmup, c.offset)
             start = time.perf_counter()
@@ -337,10 +341,9 @@ class _Search:
         self, c: _Candidate, stage: str, held: Recommendation | None = None
     ) -> NumericsTrial:
         """The candidate's trial at ``stage``: the recommendation on its curves so far (or the
-        ``held`` one, EWIF* kept at its last estimate as the rule's standard error keeps it,
-        :mod:`realrun.numerics_rounds`: a recommendation on real curves may take minutes), the
-        score's standard error (:func:`realrun.numerics_rounds.score_stderr`) and its rounds
-        (its invariance check and why its rounds stopped kept)."""
+        ``held`` one, EWIF* kept at its estimate as :mod:`realrun.numerics_rounds` keeps it: a
+        recommendation may take minutes), the score's standard error and its rounds (its
+        invariance check and why its rounds stopped kept)."""
         assert c.costs is not None
         rec = held or recommend(self.model_set(c), k_max=self.settings.k_max)
         unit, old = c.costs.unit_seconds, c.trial
@@ -388,7 +391,7 @@ class _Search:
         family = self.family_of(c)
         assert self.acceptance is not None and c.trial is not None
         s = self.settings
-        with self.timed("batch invariance"):
+        with self.timed("batch invariance", c=c):
             inv = batch_invariance(
                 family.chain[0], self.acceptance.contexts, m=4, max_positions=s.invariance_positions
             )
@@ -420,9 +423,12 @@ class _Search:
             family = self.family_of(chosen)
             self.scored(chosen, chosen.trial.stage)
         model_set = self.model_set(chosen)
+        for c in [c for c in self.candidates if c.trial is not None]:
+            c.trial = replace(c.trial, seconds=c.seconds)
         trials = [c.trial for c in self.candidates if c.trial is not None]
-        searched = self.settings.searching
-        lines = summary(chosen.trial, trials, time.perf_counter() - started) if searched else []
+        searched, total = self.settings.searching, time.perf_counter() - started
+        own = chosen.seconds + self.own["alpha"] + self.own.get(chosen.dtype, 0.0)
+        lines = summary(chosen.trial, trials, total, own) if searched else []
         inv = chosen.trial.invariance
         meta = {
             **model_set.metadata,
@@ -430,14 +436,11 @@ class _Search:
             "batch_invariance_rule": self.settings.rule,
             "numerics_trials": [t.to_dict() for t in trials] if searched else [],
             "numerics_choice": "\n".join(lines) if searched else "given",
-            "numerics_seconds": {**self.seconds, "total": time.perf_counter() - started},
+            "numerics_seconds": {**self.seconds, "total": total, "chosen numerics alone": own},
         }
+        trials = trials if searched else []
         return Measured(
-            family,
-            replace(model_set, metadata=meta),
-            trials if searched else [],
-            chosen.threads,
-            tuple(lines),
+            family, replace(model_set, metadata=meta), trials, chosen.threads, tuple(lines)
         )
 
 
@@ -469,11 +472,11 @@ def measure_numerics(
 ) -> Measured:
     """Measure the family on the measuring split, choosing dtype and threads when ``"auto"``
     (or given as lists of candidates) on a CPU by the staged search of the module docstring
-    (``batch_invariance``: the rule, ``strict`` or ``near-ties``,
-    :mod:`realrun.invariance`; ``min_timing_seconds``: the confirmed candidate's rounds go
-    on while they took less, :func:`realrun.numerics_rounds.confirmation_stop`; ``repeats``
-    caps a candidate's rounds; given numerics take all of them); returns the family
-    loaded in the chosen numerics with its model set (α measured in those numerics)."""
+    (``batch_invariance``: the rule, ``strict`` or ``near-ties``, :mod:`realrun.invariance`;
+    ``min_timing_seconds``: the confirmed candidate's rounds go on while they took less,
+    :func:`realrun.numerics_rounds.confirmation_stop`; ``repeats`` caps a candidate's rounds;
+    given numerics take all of them); returns the family loaded in the chosen numerics with
+    its model set (α measured in those numerics)."""
     given = locals()
     settings = search_settings(**{name: given[name] for name in SETTINGS_ARGUMENTS})
 

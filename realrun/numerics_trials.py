@@ -74,7 +74,8 @@ class NumericsTrial:
     (:data:`EXCLUSIONS`; None for the choice); ``bound`` is its quick-look bound (None when
     the search had no quick look); ``rounds`` its timed rounds, ``stopped`` why they
     stopped (:data:`realrun.numerics_rounds.STOPS`) and ``score_se`` the score's standard
-    error (:func:`realrun.numerics_rounds.score_stderr`)."""
+    error (:func:`realrun.numerics_rounds.score_stderr`); ``seconds`` the wall time of
+    its rounds (warm-up included) and its batch invariance check."""
 
     dtype: str
     threads: int
@@ -90,6 +91,7 @@ class NumericsTrial:
     rounds: int = 0
     stopped: str | None = None
     score_se: float = 0.0
+    seconds: float = 0.0
 
     @property
     def eligible(self) -> bool | None:
@@ -114,6 +116,7 @@ class NumericsTrial:
             "excluded_by": self.excluded_by,
             "rounds": self.rounds,
             "stopped": self.stopped,
+            "seconds": self.seconds,
         }
         if self.stopped is not None:
             out["stopped_because"] = STOPS[self.stopped]
@@ -183,11 +186,18 @@ def throughput_bound(
     return best / (unit * (1.0 - noise))
 
 
-def summary(chosen: NumericsTrial, trials: Sequence[NumericsTrial], seconds: float) -> list[str]:
+def summary(
+    chosen: NumericsTrial,
+    trials: Sequence[NumericsTrial],
+    seconds: float,
+    own: float | None = None,
+) -> list[str]:
     """What was chosen (score ± its standard error, recommendation, batch invariance, its
     rounds and why they stopped) and why (how many candidates each rule excluded), then one
     line for every candidate predicted faster than the choice, naming the rule that excluded
-    it."""
+    it; with ``own`` — the seconds the chosen numerics alone took (one load, α, its rounds and
+    its check: what a run given those numerics pays) — a last line with what the search
+    added to that."""
     rec, inv = chosen.recommendation, chosen.invariance
     assert rec is not None and inv is not None
     what = rec.best.describe() if rec.decision == "speculative" else "autoregressive decoding"
@@ -216,6 +226,12 @@ def summary(chosen: NumericsTrial, trials: Sequence[NumericsTrial], seconds: flo
         lines.append(
             f"faster, not chosen: {t.label} at a predicted {t.score:.2f} ± {t.score_se:.2f} "
             f"tokens/s ({t.stage}, {_rounds(t)}): excluded by {why}"
+        )
+    if own is not None:
+        lines.append(
+            f"cost: the chosen numerics alone took {own:.0f} s of the {seconds:.0f} s (one "
+            f"load, α, its {chosen.rounds} rounds and its check: what a run given them pays); "
+            f"the search added {seconds - own:.0f} s"
         )
     return lines
 

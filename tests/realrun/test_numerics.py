@@ -170,6 +170,18 @@ def test_staged_search_accounts_for_every_candidate_and_names_faster_ones(
     assert meta["batch_invariance_rule"] == "strict"
     recorded = {(t["dtype"], t["threads"]): t for t in meta["numerics_trials"]}
     assert all(recorded[(t.dtype, t.threads)]["excluded_by"] == t.excluded_by for t in trials)
+    # the account of what the search cost: a candidate's seconds are its rounds and check
+    # (none for one stopped by its bound); the chosen numerics alone (one load, α, its rounds
+    # and check) are part of the whole
+    assert all((t.seconds > 0) == (t.rounds > 0) for t in trials)
+    spent = meta["numerics_seconds"]
+    alone = spent["chosen numerics alone"]
+    assert chosen.seconds < alone < spent["total"]
+    assert lines[-1] == (
+        f"cost: the chosen numerics alone took {alone:.0f} s of the {spent['total']:.0f} s "
+        f"(one load, α, its 3 rounds and its check: what a run given them pays); the search "
+        f"added {spent['total'] - alone:.0f} s"
+    )
 
 
 def test_near_ties_rule_admits_a_near_tie(tiny_model_dirs, prompt_file, monkeypatch):
@@ -217,6 +229,10 @@ def test_summary_names_a_faster_candidate_and_its_reason():
         "47/48 agree; 1 disagreement at logit gap 0.125 (1 bfloat16 step) under the strict rule"
     )
     assert len(lines) == 3
+    assert summary(chosen, [chosen, faster, slower], 120.0, own=80.4)[3] == (
+        "cost: the chosen numerics alone took 80 s of the 120 s (one load, α, its 4 rounds and "
+        "its check: what a run given them pays); the search added 40 s"
+    )
     assert faster.to_dict()["reason"] == EXCLUSIONS["batch invariance"]
     assert not faster.eligible and replace(faster, rule="near-ties").eligible
 
