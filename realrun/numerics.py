@@ -36,7 +36,8 @@ reason (:func:`realrun.numerics_trials.summary`):
 4. **Batch invariance**, before more rounds (it is cheaper).
 5. **Rounds, one at a time** while a runner-up is not separated from the leader, up to
    ``repeats``; separated above, or ahead at the cap, it leads. The leader is **confirmed**
-   (rounds to ``PRECISION`` or ``repeats``) only when a bound is checked against it, or last.
+   (rounds to ``PRECISION`` or ``repeats``) when a bound is checked against it; the chosen
+   one, last, gets ``repeats`` rounds, as given numerics do (its curves are the run's).
 
 Every bar is the best *eligible* score, so a candidate is never dropped in favour of one
 that batch invariance later excludes. ``exhaustive=True`` measures every candidate for
@@ -71,6 +72,7 @@ from realrun.numerics_trials import (
     QUICK_M,
     QUICK_REPEATS,
     STAGES,
+    Measured,
     NumericsTrial,
     fastest,
     score,
@@ -83,18 +85,6 @@ from simulate.decoder.interface import TokenModel
 from simulate.decoder.sampling import Decoding
 
 __all__ = ["CPU_DTYPES", "STAGES", "Measured", "NumericsTrial", "measure_numerics"]
-
-
-@dataclass
-class Measured:
-    """What the measuring split produced: the family in the chosen numerics, its model set,
-    the trials, the chosen thread count and the account (no trials nor account when given)."""
-
-    family: Family
-    model_set: ModelSet
-    trials: list[NumericsTrial]
-    threads: int
-    summary: tuple[str, ...] = ()
 
 
 @dataclass
@@ -285,14 +275,16 @@ class _Search:
     def exclude(self, c: _Candidate, stage: str, why: str, stopped: str | None = None) -> None:
         c.trial = replace(c.trial, stage=stage, excluded_by=why, stopped=stopped or c.trial.stopped)
 
-    def confirm(self, c: _Candidate) -> None:
-        """Rounds until :func:`realrun.numerics_rounds.confirmation_stop`, then the final
-        score (once: a confirmed candidate is left as it is); the exhaustive baseline and
-        given numerics (no search) take ``repeats`` rounds, no precision rule."""
-        if c.trial is not None and c.trial.stage == "confirmed":
-            return
+    def confirm(self, c: _Candidate, final: bool = False) -> None:
+        """Rounds until :func:`realrun.numerics_rounds.confirmation_stop`, then the score
+        (once, unless ``final`` finds fewer than ``repeats`` rounds). The chosen candidate
+        (``final``), the exhaustive baseline and given numerics take ``repeats`` rounds, no
+        precision rule: a run's model set is measured alike, its numerics searched or given."""
         s = self.settings
-        precise = s.searching and not s.exhaustive
+        precise = s.searching and not s.exhaustive and not final
+        done = c.trial is not None and c.trial.stage == "confirmed"
+        if done and (precise or c.rounds >= s.repeats):
+            return
         while True:
             rse = c.costs.family.ar_stderr / c.costs.unit_seconds if precise else float("inf")
             why = confirmation_stop(c.rounds, rse, c.spent, s.repeats, s.min_timing_seconds)
@@ -401,7 +393,8 @@ class _Search:
     # ------------------------------------------------------------------ the choice
     def choose(self) -> _Candidate:
         """The best eligible candidate (none eligible: the highest agreement, then score, of
-        those checked), confirmed only now: an overtaken leader never needed its rounds."""
+        those checked), confirmed to ``repeats`` rounds only now: an overtaken leader never
+        needed them."""
         chosen = self.best
         if chosen is None:
             checked = [c for c in self.candidates if c.trial and c.trial.invariance is not None]
@@ -409,7 +402,7 @@ class _Search:
             for c in checked:
                 if c is not chosen and c.trial.excluded_by is None:
                     c.trial = replace(c.trial, excluded_by="batch invariance")
-        self.confirm(chosen)
+        self.confirm(chosen, final=True)
         chosen.trial = replace(chosen.trial, excluded_by=None)
         return chosen
 

@@ -32,6 +32,7 @@ import numpy as np
 
 from ewif.files.model_set import ModelSet
 from ewif.search.recommendation import Recommendation, recommend
+from realrun.family import Family
 from realrun.invariance import Invariance
 from realrun.methods import recommendation_record
 from realrun.numerics_rounds import SEPARATION_Z, STOPS
@@ -61,6 +62,19 @@ QUICK_M = 4
 #: timings of an 8 ms pass came to 1.17 s and excluded the faster candidate), and the bound
 #: allows for the rest of their error (:data:`QUICK_NOISE`).
 QUICK_REPEATS = 2
+
+
+@dataclass
+class Measured:
+    """What the measuring split produced (:func:`realrun.numerics.measure_numerics`): the
+    family in the chosen numerics, its model set, the trials, the chosen thread count and the
+    account (no trials nor account when given)."""
+
+    family: Family
+    model_set: ModelSet
+    trials: list[NumericsTrial]
+    threads: int
+    summary: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -187,12 +187,16 @@ def test_a_runner_up_that_overtakes_leads_and_is_confirmed():
     assert t[("bfloat16", 2)].stage == "confirmed" and t[("bfloat16", 2)].excluded_by is None
 
 
-def test_the_chosen_stops_at_the_stated_precision():
-    search = _StubSearch({("float16", 2): _rounds(0.100, 0.04)})
-    search.settings = replace(search.settings, counts=(2, 1))  # a search, not given numerics
-    chosen = search.run()
-    t = chosen.trial
-    assert t.stopped == "precision" and MIN_ROUNDS < t.rounds < 10
+def test_a_leader_checked_by_a_bound_stops_at_the_stated_precision_the_chosen_at_repeats():
+    search = _StubSearch({("float16", 2): _rounds(0.100, 0.04), ("float16", 1): _rounds(0.2, 0)})
+    lead, other = search.candidates
+    search.run_candidate(lead)
+    other.bound = 1.0  # below the leader's score: checked against a confirmed leader
+    search.quick[("float16", 1)] = {"t": [0.2, 0.3, 0.4, 0.5]}
+    search.run_candidate(other)
+    assert other.trial.excluded_by == "quick-look bound"
+    t = lead.trial
+    assert t.stage == "confirmed" and t.stopped == "precision" and MIN_ROUNDS < t.rounds < 10
     seconds = _rounds(0.100, 0.04) * 10
 
     def rse(n):
@@ -201,6 +205,10 @@ def test_the_chosen_stops_at_the_stated_precision():
 
     assert rse(t.rounds) <= PRECISION < rse(t.rounds - 1)
     assert t.to_dict()["stopped_because"] == STOPS["precision"]
+    # chosen, it is measured to repeats, as given numerics are: its curves are the run's
+    assert search.choose() is lead
+    assert lead.trial.rounds == 10 and lead.trial.stopped == "repeats"
+    assert search.timed_rounds[("float16", 2)] == 10 + 1  # + its warm-up
 
 
 def test_the_report_names_each_faster_excluded_candidate_and_its_reason():
@@ -216,7 +224,7 @@ def test_the_report_names_each_faster_excluded_candidate_and_its_reason():
     assert t[("bfloat16", 2)].excluded_by == "batch invariance"
     assert t[("float16", 1)].excluded_by == "separated"
     lines = summary(chosen.trial, list(t.values()), 60.0)
-    assert "stopped: precision" in lines[0] and " ± " in lines[0]
+    assert "10 rounds, stopped: repeats" in lines[0] and " ± " in lines[0]
     assert "1 by separated, 1 by batch invariance" in lines[1]
     faster = [line for line in lines if line.startswith("faster, not chosen: ")]
     assert len(faster) == 1
