@@ -146,6 +146,34 @@ def test_a_growing_tree_feeds_only_its_new_nodes(family):
     np.testing.assert_allclose(rows, want, atol=family.atol * np.abs(want).max())
 
 
+def test_a_verdict_leaves_one_sequence_in_the_llamacpp_cache(family):
+    """llama.cpp: after tree passes (one pass, or a tree grown level by level) and the next
+    call's verdict, sequence 0 holds exactly the kept positions ``0..n − 1`` and no other
+    sequence id holds a cell — no rejected branch or renamed path is left behind, so later
+    passes attend over the sequence alone (issue 36: what a run's tree passes leave)."""
+    if family.backend != "llama.cpp":
+        pytest.skip("sequence ids are llama.cpp's")
+    model = family.make("draft")
+    lib, memory = model._lib, model._memory
+
+    def spans() -> dict[int, tuple[int, int]]:
+        return {
+            s: (lib.llama_memory_seq_pos_min(memory, s), lib.llama_memory_seq_pos_max(memory, s))
+            for s in range(model.tree_sequences)
+        }
+
+    tokens, parents = [11, 12, 13, 14, 15, 16], [-1, -1, 0, 1, 3, 3]
+    seq = list(family.prompts[1])
+    for path, levels in (([1, 3, 5], [6]), ([0, 2], [2, 4, 6]), ([], [6]), ([1, 3, 4], [2, 6])):
+        for size in levels:
+            model.tree_logits(seq, tokens[:size], parents[:size])
+        seq = seq + [tokens[v] for v in path] + [9]
+        model.logits(seq, 1)
+        held = spans()
+        assert held.pop(0) == (0, len(seq) - 1)
+        assert set(held.values()) == {(-1, -1)}
+
+
 def test_bad_trees_are_refused(family):
     model = family.make("draft")
     prompt = family.prompts[0]
