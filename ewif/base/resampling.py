@@ -12,7 +12,8 @@ sources: the docstring of :mod:`ewif.predict.bootstrap`):
   model, the unit ``c_0(1)`` with one of its own, the curves then renormalised to the drawn
   unit (:func:`drawn_curves`); the row costs scaled with their curves
   (:func:`drawn_row_cost`), never above what a curve admits
-  (:func:`ewif.base.row_cost.max_row_cost`).
+  (:func:`ewif.base.row_cost.max_row_cost`); the row steps alike (:func:`drawn_row_step`,
+  :func:`ewif.base.row_cost.max_row_step`).
 
 A draw is resampling, not evaluation: what a witness checks (the step law, the feeds, the
 costs a run pays) is computed elsewhere.
@@ -27,7 +28,7 @@ from statistics import NormalDist
 import numpy as np
 
 from ewif.base import validate
-from ewif.base.row_cost import max_row_cost
+from ewif.base.row_cost import max_row_cost, max_row_step
 
 #: Replicates and interval level used when a caller does not say.
 REPLICATES = 200
@@ -75,6 +76,26 @@ def drawn_row_cost(
         if h and base.size > 1:
             scale = drawn[1] / base[1] if base[1] > 0 else 1.0
             out[i] = min(h * scale, max_row_cost(drawn))
+    return out
+
+
+def drawn_row_step(
+    row_step: Sequence[float],
+    row_cost: Sequence[float] | None,
+    curves: Sequence[np.ndarray],
+    drawn: Sequence[np.ndarray],
+) -> np.ndarray:
+    """The row steps ``row_step`` of the measured ``curves`` once the curves are drawn as
+    ``drawn`` and the row costs as ``row_cost`` (drawn too; None: zeros): each ``s_i``
+    scaled as :func:`drawn_row_cost` scales ``h_i``, at most what the drawn curve admits
+    with the drawn row cost (:func:`~ewif.base.row_cost.max_row_step`)."""
+    rows = np.zeros(len(drawn)) if row_cost is None else np.asarray(row_cost, dtype=float)
+    out = np.zeros(len(drawn))
+    pairs = zip(row_step, curves, drawn, rows, strict=True)
+    for i, (s, base, drawn, h) in enumerate(pairs):
+        if s and base.size > 1:
+            scale = drawn[1] / base[1] if base[1] > 0 else 1.0
+            out[i] = max(min(s * scale, max_row_step(drawn, h)), 0.0)
     return out
 
 

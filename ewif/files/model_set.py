@@ -18,6 +18,8 @@ and the presets in ``ewif/files/presets/`` use it. JSON or YAML (by extension)::
                                            # paper's m
     row_cost: [0.0, 0.0011, 0.0004, 0.0]   # optional (/5): one logit row, which a catch-up
                                            # position does not return (ewif.kernel.pass_cost)
+    row_step: [0.0, 0.0012, 0.0, 0.0]      # optional (/6): the second row's extra cost (a
+                                           # step; ewif.kernel.pass_cost, "Row step")
     context_cost: {tokens: 420, ar_tokens: 412, ar_slope: 0.0006,   # optional (/6): c_i(m, L)
                    slope: [[...], [...], [0.0]], span: [96, 1140]}  # (ewif.files.context_cost)
     bootstrap:                             # optional (/3): per-prompt evidence for intervals
@@ -95,6 +97,7 @@ _SINCE = {
     "tree": "csd.models/6",  # a token-tree configuration (ewif.files.tree_config)
     "alpha_by_category": "csd.models/6",
     "context_cost": "csd.models/6",
+    "row_step": "csd.models/6",
 }
 
 
@@ -107,7 +110,8 @@ class ModelSet:
     ``cost_curve`` (optional) holds each model's measured pass cost for ``m = 1, 2, ...``
     positions; when present ``cost`` equals its ``m = 1`` values and ``cost_per_token`` is 0.
     ``row_cost`` (optional, one number >= 0 per model) is the cost of one logit row, which a
-    catch-up position does not return (:mod:`ewif.kernel.pass_cost`). ``rank_acceptance``
+    catch-up position does not return (:mod:`ewif.kernel.pass_cost`); ``row_step`` (optional,
+    likewise) the extra cost of a pass's second row ("Row step" there). ``rank_acceptance``
     (optional) the acceptance of each pair's ranked candidates, for token trees
     (:mod:`ewif.files.rank_acceptance`).
     """
@@ -127,6 +131,7 @@ class ModelSet:
     rank_acceptance: RankAcceptance | None = None
     categories: CategoryAcceptance | None = None
     context_cost: ContextCost | None = None
+    row_step: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         n1 = len(self.models)
@@ -150,8 +155,12 @@ class ModelSet:
                     f"every m), got {self.cost_per_token.tolist()}"
                 )
             object.__setattr__(self, "cost_curve", tuple(curves.table(i) for i in range(n1)))
-        if self.row_cost is not None:
-            object.__setattr__(self, "row_cost", self.pass_cost.row_cost)
+        if self.row_cost is not None or self.row_step is not None:
+            prices = self.pass_cost
+            if self.row_cost is not None:
+                object.__setattr__(self, "row_cost", prices.row_cost)
+            if self.row_step is not None:
+                object.__setattr__(self, "row_step", prices.row_step)
         if not self.alpha:
             raise ValueError("alpha must hold at least one matrix")
         target_rows = []
@@ -205,8 +214,10 @@ class ModelSet:
     def pass_cost(self) -> PassCost:
         """The pass costs ``c_i(m)`` of the models: the curves, or affine."""
         if self.cost_curve is not None:
-            return PassCost.from_curves(self.cost_curve, row_cost=self.row_cost)
-        return PassCost.affine(self.cost, self.cost_per_token, self.row_cost)
+            return PassCost.from_curves(
+                self.cost_curve, row_cost=self.row_cost, row_step=self.row_step
+            )
+        return PassCost.affine(self.cost, self.cost_per_token, self.row_cost, self.row_step)
 
     def to_cascade(
         self,
@@ -220,7 +231,8 @@ class ModelSet:
         all its models) with budgets ``K`` at ``lenience`` (default 1, or the section's), or
         of a whole :class:`~ewif.base.configuration.Configuration` given as ``models``;
         ``catch_up`` one flag per chosen model (default: the set's flags, if it has any);
-        the set's ``row_cost`` (if any) prices the catch-up positions' missing rows."""
+        the set's ``row_cost`` and ``row_step`` (if any) price the catch-up positions'
+        missing rows."""
         choice = self.cascade
         if isinstance(models, Configuration):
             if K is not None or lenience is not None:
@@ -251,6 +263,7 @@ class ModelSet:
             cost_curve=None if curves is None else [curves[i] for i in idx],
             catch_up=catch_up,
             row_cost=None if self.row_cost is None else self.row_cost[ix],
+            row_step=None if self.row_step is None else self.row_step[ix],
         )
 
     @property
@@ -298,6 +311,7 @@ class ModelSet:
             ),
             **({} if self.catch_up is None else {"catch_up": list(self.catch_up)}),
             **({} if self.row_cost is None else {"row_cost": self.row_cost.tolist()}),
+            **({} if self.row_step is None else {"row_step": self.row_step.tolist()}),
             **({} if self.context_cost is None else {"context_cost": self.context_cost.to_dict()}),
             "alpha": {f"{len_:g}": matrix_out(m) for len_, m in sorted(self.alpha.items())},
         }
@@ -351,6 +365,9 @@ class ModelSet:
             "row_cost": None
             if data.get("row_cost") is None
             else validate.costs(f"{source}: row_cost", data["row_cost"]),
+            "row_step": None
+            if data.get("row_step") is None
+            else validate.costs(f"{source}: row_step", data["row_step"]),
         }
         try:
             boot, batched = data.get("bootstrap"), data.get("batch_cost_curve")

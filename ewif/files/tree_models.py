@@ -81,6 +81,7 @@ def tree_cascade(
         cost_curve=None if curves is None else list(curves),
         catch_up=cascade.catch_up,
         row_cost=cascade.pass_cost.row_cost,
+        row_step=cascade.pass_cost.row_step,
     )
 
 

@@ -159,6 +159,9 @@ class Cascade:
         model ``i``: the costs price a pass at all its rows, and a catch-up position returns
         none, so a catch-up drafter pays ``h_i`` less per catch-up position
         (:mod:`ewif.kernel.pass_cost`, "Logit rows").
+    row_step : n+1 numbers >= 0 or None (zeros) — ``s_i``, the extra cost of a pass's second
+        logit row (:mod:`ewif.kernel.pass_cost`, "Row step"): a catch-up drafter's one-row
+        pass over ``m >= 2`` positions pays ``s_i`` less (:meth:`row_step_passes`).
 
     Attributes ``alpha, cost, cost_per_token, K, n, fill, names`` are read-only arrays/values;
     ``cost`` holds the ``m = 1`` costs when curves are given (``cost_per_token`` is then
@@ -177,10 +180,11 @@ class Cascade:
         cost_curve: object | None = None,
         catch_up: object | None = None,
         row_cost: object | None = None,
+        row_step: object | None = None,
     ) -> None:
         if fill not in FILLS:
             raise ValueError(f"fill must be one of {FILLS}, got {fill!r}")
-        cost, cpt, pass_cost = _prices(cost, cost_per_token, cost_curve, row_cost)
+        cost, cpt, pass_cost = _prices(cost, cost_per_token, cost_curve, (row_cost, row_step))
         n = cost.size - 1
         try:
             alpha = np.array(alpha, dtype=float)
@@ -221,19 +225,29 @@ class Cascade:
     def with_alpha(self, alpha: object) -> Cascade:
         """The same configuration (costs, K, fill, names, catch-up flags) with acceptance
         matrix ``alpha`` instead."""
-        return self._rebuilt(alpha, self.catch_up, self.pass_cost.row_cost)
+        return self._rebuilt(alpha, self.catch_up, *self._row_prices())
 
     def with_catch_up(self, catch_up: object) -> Cascade:
         """The same configuration (acceptance, costs, K, fill, names) with catch-up flags
         ``catch_up`` instead (all False: the paper's pass accounting)."""
-        return self._rebuilt(self.alpha, catch_up, self.pass_cost.row_cost)
+        return self._rebuilt(self.alpha, catch_up, *self._row_prices())
 
-    def with_row_cost(self, row_cost: object | None) -> Cascade:
-        """The same configuration with logit-row costs ``row_cost`` instead (None: every
-        pass priced at all its rows)."""
-        return self._rebuilt(self.alpha, self.catch_up, row_cost)
+    def with_row_cost(self, row_cost: object | None, row_step: object | None = None) -> Cascade:
+        """The same configuration with logit-row costs ``row_cost`` and row step ``row_step``
+        instead (None: zeros; both None: every pass priced at all its rows)."""
+        return self._rebuilt(self.alpha, self.catch_up, row_cost, row_step)
 
-    def _rebuilt(self, alpha: object, catch_up: object, row_cost: object | None = None) -> Cascade:
+    def _row_prices(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(row_cost, row_step)`` of the pass costs."""
+        return self.pass_cost.row_cost, self.pass_cost.row_step
+
+    def _rebuilt(
+        self,
+        alpha: object,
+        catch_up: object,
+        row_cost: object | None = None,
+        row_step: object | None = None,
+    ) -> Cascade:
         curves = None if self.cost_curve is None else list(self.cost_curve)
         return Cascade(
             alpha,
@@ -245,6 +259,7 @@ class Cascade:
             cost_curve=curves,
             catch_up=catch_up,
             row_cost=row_cost,
+            row_step=row_step,
         )
 
     @staticmethod
@@ -328,17 +343,37 @@ class Cascade:
         fed = step_pass_sizes(step)
         return float(fed @ np.arange(fed.size)) - self.logit_rows(i)
 
+    def one_row_passes(self, i: int) -> float:
+        """Expected passes of model ``i`` per target step that return one logit row: the
+        paper's passes at ``m = 1`` (generating passes and a tree's root pass)."""
+        paper = self._call().sizes[i]
+        return float(paper[1]) if paper.size > 1 else 0.0
+
+    def row_step_passes(self, i: int) -> float:
+        """Expected passes of model ``i`` per target step that return one logit row but feed
+        ``m >= 2`` positions — those a row step ``s_i`` prices ``s_i`` lower (Theorem CU, row
+        step, :mod:`ewif.kernel.catch_up`): :meth:`one_row_passes` minus the passes that
+        feed one position. 0 for a model without catch-up."""
+        step = self.step_feed(i)
+        if step is None:
+            return 0.0
+        fed = step_pass_sizes(step)
+        return self.one_row_passes(i) - (float(fed[1]) if fed.size > 1 else 0.0)
+
     def model_step_costs(self) -> np.ndarray:
         """Expected cost per target step of each model ``0..n`` (stationary: a catch-up
         drafter's first pass at the stationary tail law, Theorem CU; its catch-up positions
-        without their logit rows, ``− h_i·``:meth:`catch_up_positions`)."""
+        without their logit rows, ``− h_i·``:meth:`catch_up_positions` ``− s_i·``
+        :meth:`row_step_passes`, Theorem CU, row step)."""
         cost = self._call().cost.copy()
-        h = self.pass_cost.row_cost
+        h, s = self.pass_cost.row_cost, self.pass_cost.row_step
         for i in np.flatnonzero(self.catch_up):
             if i > 0:
                 cost[i] = self.pass_cost.expected(int(i), self._step_sizes(int(i)))
                 if h[i]:
                     cost[i] -= h[i] * self.catch_up_positions(int(i))
+                if s[i]:
+                    cost[i] -= s[i] * self.row_step_passes(int(i))
         return cost
 
     def expected_cost(self) -> float:
@@ -374,7 +409,8 @@ class Cascade:
             if step is None:
                 fixed += float(cost)
                 continue
-            entry = entry_costs(self.K, i, step, self.pass_cost, self.logit_rows(i))
+            rows = (self.logit_rows(i), self.one_row_passes(i))
+            entry = entry_costs(self.K, i, step, self.pass_cost, *rows)
             caught.append(CaughtUp(entry, step.exit))
         pmf = np.asarray(self.tokens_pgf().coefficients, dtype=float)
         return generation_costs(pmf, fixed, caught, lengths)
@@ -434,21 +470,22 @@ def _prices(
     cost: object | None,
     cost_per_token: object | None,
     cost_curve: object | None,
-    row_cost: object | None,
+    rows: tuple[object | None, object | None],
 ) -> tuple[np.ndarray, np.ndarray, PassCost]:
     """``(cost, cost_per_token, pass_cost)`` of a :class:`Cascade`, checked: affine costs
     (:func:`ewif.kernel.pass_cost.relative_costs`), or measured curves with ``cost`` omitted or
-    equal to their ``m = 1`` values and no ``cost_per_token``; ``row_cost`` per model."""
+    equal to their ``m = 1`` values and no ``cost_per_token``; ``rows = (row_cost,
+    row_step)`` per model."""
     if cost_curve is None:
         if cost is None:
             raise ValueError("cost is required unless cost_curve is given")
         cost, cpt = relative_costs(cost, cost_per_token)
-        return cost, cpt, PassCost.affine(cost, cpt, row_cost)
+        return cost, cpt, PassCost.affine(cost, cpt, *rows)
     if cost_per_token is not None:
         raise ValueError(
             "give cost_per_token or cost_curve, not both: a measured curve already "
             "prices a pass at every m"
         )
-    pass_cost = PassCost.from_curves(cost_curve, row_cost=row_cost)
+    pass_cost = PassCost.from_curves(cost_curve, row_cost=rows[0], row_step=rows[1])
     cost, cpt = relative_costs(pass_cost.m1_costs(cost))
     return cost, cpt, pass_cost

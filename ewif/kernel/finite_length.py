@@ -43,7 +43,12 @@ models appended (:func:`first_pass_leads`, a property of K).
 **Logit rows.** With a row cost ``h_i`` (:mod:`ewif.kernel.pass_cost`) every pass returns the
 paper's rows whatever it feeds, so a step entering with ``u`` costs ``ĉ_i(u) − h_i·(P_i(u) −
 R_i)``: ``P_i(u)`` is ``ĉ_i(u)`` with the identity curve ``c(m) = m`` (the positions fed) and
-``R_i`` the step's logit rows (:meth:`~ewif.kernel.cascade.Cascade.logit_rows`).
+``R_i`` the step's logit rows (:meth:`~ewif.kernel.cascade.Cascade.logit_rows`). With a row
+step ``s_i`` as well (Theorem CU, row step), less ``s_i·(O_i − F_i(u))``: ``O_i`` the step's
+one-row passes (:meth:`~ewif.kernel.cascade.Cascade.one_row_passes`) and ``F_i(u)`` its passes
+that feed one position (``ĉ_i(u)`` with ``c(m) = [m = 1]``); a pass that feeds one position
+returns one row, so their difference counts the one-row passes that feed ``m >= 2``. At
+``u = 0`` a leading pass feeds ``max(q, n) >= n`` (its rows), so the count holds there too.
 
 ``N = 1``: one step, ``EWIF_1 = c_0(1)/ĉ(0)``; ``N → ∞``: ``E[C(N)]/N → E[C]/μ`` and
 ``EWIF_N → EWIF`` (renewal theorem).
@@ -117,16 +122,26 @@ class CaughtUp(NamedTuple):
 
 
 def entry_costs(
-    K: object, i: int, step: Feed, pass_cost: PassCost, logit_rows: float
+    K: object,
+    i: int,
+    step: Feed,
+    pass_cost: PassCost,
+    logit_rows: float,
+    one_row_passes: float = 0.0,
 ) -> np.ndarray:
     """``ĉ_i(u)`` for every tail ``u`` a step can enter with (index 0: the first step's);
-    with a row cost ``h_i``, less ``h_i`` per position beyond the step's ``logit_rows``."""
+    with a row cost ``h_i``, less ``h_i`` per position beyond the step's ``logit_rows``; with
+    a row step ``s_i``, less ``s_i`` per pass of the step's ``one_row_passes`` that feeds
+    ``m >= 2`` positions (module docstring)."""
     priced = _entry_sums(K, i, step, lambda m: pass_cost.at(i, m))
-    h = float(pass_cost.row_cost[i])
-    if not h:
-        return priced
-    positions = _entry_sums(K, i, step, lambda m: np.asarray(m, dtype=float))
-    return priced - h * (positions - logit_rows)
+    h, s = float(pass_cost.row_cost[i]), float(pass_cost.row_step[i])
+    if h:
+        positions = _entry_sums(K, i, step, lambda m: np.asarray(m, dtype=float))
+        priced = priced - h * (positions - logit_rows)
+    if s:
+        single = _entry_sums(K, i, step, lambda m: (np.asarray(m) == 1).astype(float))
+        priced = priced - s * (one_row_passes - single)
+    return priced
 
 
 def _entry_sums(

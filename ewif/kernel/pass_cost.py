@@ -27,6 +27,17 @@ least its row); a curve needs ``h_i <= min_{2 <= m <= M} c_i(m)/(m − 1)``
 ``M`` the slope is at least ``h_i``, so it holds there too). ``r`` is the paper's ``m`` of
 the pass (1 for a generating pass, ``D + 1`` for a review), so a pass's rows never depend
 on how much it catches up.
+
+**Row step.** On some engines (llama.cpp on CPU) the rows' cost is a step, not a line: the
+second row costs ``s_i + h_i``, each further row ``h_i`` (``s_i = row_step[i]``, 0 by
+default: the line above, exactly). With ``ρ_i(1) = 0`` and ``ρ_i(r) = s_i + h_i·(r − 1)``
+for ``r >= 2``, a pass of ``m`` positions returning ``r`` rows costs
+
+    c_i(m) − (ρ_i(m) − ρ_i(r)) = c_i(m) − h_i·(m − r) − s_i·[m >= 2 and r = 1].
+
+The step needs ``s_i <= min_{m >= 2} (c_i(m) − h_i·(m − 1))`` (no one-row pass priced below
+zero; :func:`~ewif.base.row_cost.max_row_step` for a curve, ``c_i(2) − h_i`` affine; beyond
+the measured range ``c_i(m) − h_i·(m − 1)`` never decreases, so it holds there too).
 """
 
 from __future__ import annotations
@@ -55,21 +66,38 @@ class PassCost:
         slope: np.ndarray,
         curves: bool,
         row_cost: object | None = None,
+        row_step: object | None = None,
     ) -> None:
         self._table = table
         self._slope = slope
         self._curves = curves
         self._rows = _row_cost(row_cost, len(table))
-        for arr in (*table, slope, self._rows):
+        self._step = _row_cost(row_step, len(table), "row_step")
+        for i, si in enumerate(self._step):
+            if si > (limit := self._max_step(i)):
+                raise ValueError(
+                    f"row_step[{i}] = {si:g} would price model {i}'s one-row pass below zero "
+                    f"(c(m) − s − h·(m − 1) < 0 for some m >= 2); it must be at most {limit:g}"
+                )
+        for arr in (*table, slope, self._rows, self._step):
             arr.setflags(write=False)
+
+    def _max_step(self, i: int) -> float:
+        """``min_{m >= 2} (c_i(m) − h_i·(m − 1))`` (module docstring, "Row step")."""
+        m = np.arange(2, max(self._table[i].size, 2) + 1)
+        return float((self.at(i, m) - self._rows[i] * (m - 1)).min())
 
     # ------------------------------------------------------------------ construction
     @classmethod
     def affine(
-        cls, cost: object, cost_per_token: object | None = None, row_cost: object | None = None
+        cls,
+        cost: object,
+        cost_per_token: object | None = None,
+        row_cost: object | None = None,
+        row_step: object | None = None,
     ) -> PassCost:
         """``c_i(m) = cost[i] + cost_per_token[i]·m`` (both checked by :func:`relative_costs`);
-        ``row_cost`` as in :meth:`from_curves`."""
+        ``row_cost`` and ``row_step`` as in :meth:`from_curves`."""
         c, s = relative_costs(cost, cost_per_token)
         h = _row_cost(row_cost, c.size)
         for i in np.flatnonzero(h > s):
@@ -78,18 +106,24 @@ class PassCost:
                 f"costs at least its logit row"
             )
         table = tuple(np.array([ci + si]) for ci, si in zip(c, s, strict=True))
-        return cls(table, s.astype(float), curves=False, row_cost=h)
+        return cls(table, s.astype(float), curves=False, row_cost=h, row_step=row_step)
 
     @classmethod
     def from_curves(
-        cls, cost_curve: object, n_models: int | None = None, row_cost: object | None = None
+        cls,
+        cost_curve: object,
+        n_models: int | None = None,
+        row_cost: object | None = None,
+        row_step: object | None = None,
     ) -> PassCost:
         """``c_i(m) = cost_curve[i][m − 1]``, extended by the documented rule.
 
         ``cost_curve`` must be a list of ``n_models`` (when given; at least 2) non-empty
         sequences of finite numbers >= 0, and ``cost_curve[0][0]`` must be 1 (the target's
         generating pass is the unit). ``row_cost`` (default zeros): one finite number >= 0
-        per model, the cost of one logit row (module docstring). Anything else raises
+        per model, the cost of one logit row; ``row_step`` (default zeros): one finite number
+        >= 0 per model, the extra cost of a pass's second row (module docstring, "Row step"),
+        at most :func:`~ewif.base.row_cost.max_row_step`. Anything else raises
         ``ValueError`` naming the model index and the value.
         """
         if isinstance(cost_curve, str | bytes) or not isinstance(cost_curve, Sequence | np.ndarray):
@@ -124,7 +158,7 @@ class PassCost:
                 )
         last = [float(y[-1] - y[-2]) if y.size > 1 else 0.0 for y in table]
         slope = np.maximum(np.maximum(last, 0.0), h)
-        return cls(table, slope, curves=True, row_cost=h)
+        return cls(table, slope, curves=True, row_cost=h, row_step=row_step)
 
     def m1_costs(self, cost: object | None = None) -> np.ndarray:
         """``c_i(1)`` of every model (a generating pass); ``cost``, when given, must equal
@@ -160,6 +194,12 @@ class PassCost:
         """``h_i``: the cost of one logit row of each model (read-only; module docstring)."""
         return self._rows
 
+    @property
+    def row_step(self) -> np.ndarray:
+        """``s_i``: the extra cost of each model's second logit row (read-only; module
+        docstring, "Row step"; zeros unless given)."""
+        return self._step
+
     def table(self, i: int) -> np.ndarray:
         """The stored values ``c_i(1..M_i)`` (read-only)."""
         return self._table[i]
@@ -176,8 +216,8 @@ class PassCost:
         return inside + self._slope[i] * np.maximum(m - y.size, 0)
 
     def at_rows(self, i: int, m: int | np.ndarray, rows: int | np.ndarray) -> np.ndarray:
-        """``c_i(m) − h_i·(m − rows)``: a pass of ``m`` positions returning ``rows`` logit
-        rows (``1 <= rows <= m``; module docstring)."""
+        """``c_i(m) − h_i·(m − rows) − s_i·[m >= 2 and rows = 1]``: a pass of ``m`` positions
+        returning ``rows`` logit rows (``1 <= rows <= m``; module docstring, "Row step")."""
         m, rows = np.asarray(m), np.asarray(rows)
         if rows.dtype.kind not in "iu" or (rows.size and rows.min() < 1):
             raise ValueError(f"rows must hold integers >= 1 (logit rows of a pass), got {rows!r}")
@@ -186,7 +226,10 @@ class PassCost:
                 f"rows must be at most m (a pass returns a row per position), "
                 f"got rows {rows!r} for m {m!r}"
             )
-        return self.at(i, m) - self._rows[i] * (m - rows)
+        out = self.at(i, m) - self._rows[i] * (m - rows)
+        if self._step[i]:
+            out = out - self._step[i] * ((m >= 2) & (rows == 1))
+        return out
 
     def expected(self, i: int, m_pmf: np.ndarray) -> float:
         """``E[c_i(m)] = Σ_m m_pmf[m]·c_i(m)`` for ``m_pmf[m] = P(m)`` (index = m).
@@ -229,6 +272,7 @@ class PassCost:
             self._slope[ix].copy(),
             self._curves,
             self._rows[ix].copy(),
+            self._step[ix].copy(),
         )
 
     def __repr__(self) -> str:
@@ -259,13 +303,14 @@ def relative_costs(
     return c, s
 
 
-def _row_cost(row_cost: object | None, n_models: int) -> np.ndarray:
-    """``row_cost`` checked: None (zeros) or one finite number >= 0 per model."""
+def _row_cost(row_cost: object | None, n_models: int, name: str = "row_cost") -> np.ndarray:
+    """``row_cost`` (or ``row_step``, by ``name``) checked: None (zeros) or one finite number
+    >= 0 per model."""
     if row_cost is None:
         return np.zeros(n_models)
-    h = validate.costs("row_cost", row_cost)
+    h = validate.costs(name, row_cost)
     if h.shape != (n_models,):
-        raise ValueError(f"row_cost must hold one cost per model ({n_models}), got shape {h.shape}")
+        raise ValueError(f"{name} must hold one cost per model ({n_models}), got shape {h.shape}")
     return h.astype(float)
 
 

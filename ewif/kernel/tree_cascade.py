@@ -135,7 +135,13 @@ class TreeCascade(Cascade):
                     i, 0, self._rows, self.alpha, self.fill, self._feed_calls, self._feeds, sigma
                 )
 
-    def _rebuilt(self, alpha: object, catch_up: object, row_cost: object | None = None) -> Cascade:
+    def _rebuilt(
+        self,
+        alpha: object,
+        catch_up: object,
+        row_cost: object | None = None,
+        row_step: object | None = None,
+    ) -> Cascade:
         if not np.array_equal(np.asarray(alpha, dtype=float), self.alpha, equal_nan=True):
             raise ValueError(
                 "a tree cascade's rank vectors fix its acceptance (p_1 = alpha[r][j]): build a "
@@ -157,6 +163,7 @@ class TreeCascade(Cascade):
             cost_curve=curves,
             catch_up=catch_up,
             row_cost=row_cost,
+            row_step=row_step,
         )
 
     def __repr__(self) -> str:

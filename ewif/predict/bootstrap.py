@@ -69,6 +69,7 @@ from ewif.base.resampling import (
     REPLICATES,
     drawn_curves,
     drawn_row_cost,
+    drawn_row_step,
     expansion,
     prompt_draw,
 )
@@ -120,11 +121,22 @@ def replicate_sets(
         if data.cost_curve_stderr is not None:
             curves = drawn_curves(model_set.cost_curve, data.cost_curve_stderr, rng)
             changes.update(cost_curve=curves, cost=np.array([c[0] for c in curves]))
-            if model_set.row_cost is not None:
-                changes["row_cost"] = drawn_row_cost(
-                    model_set.row_cost, model_set.cost_curve, curves
-                )
+            changes.update(drawn_rows(model_set, curves))
         out.append(dataclasses.replace(model_set, **changes))
+    return out
+
+
+def drawn_rows(model_set: ModelSet, curves: Sequence[np.ndarray]) -> dict[str, np.ndarray]:
+    """The set's ``row_cost`` and ``row_step`` (those it has) once its curves are drawn as
+    ``curves`` (:func:`~ewif.base.resampling.drawn_row_cost`,
+    :func:`~ewif.base.resampling.drawn_row_step`): a ``dataclasses.replace`` change."""
+    out = {}
+    if model_set.row_cost is not None:
+        out["row_cost"] = drawn_row_cost(model_set.row_cost, model_set.cost_curve, curves)
+    if model_set.row_step is not None:
+        out["row_step"] = drawn_row_step(
+            model_set.row_step, out.get("row_cost"), model_set.cost_curve, curves
+        )
     return out
 
 

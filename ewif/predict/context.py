@@ -24,14 +24,14 @@ from dataclasses import replace
 import numpy as np
 
 from ewif.base import validate
+from ewif.base.row_cost import max_row_cost, max_row_step
 from ewif.files.model_set import ModelSet
-from ewif.kernel.pass_cost import max_row_cost
 
 
 def at_context(model_set: ModelSet, length: float) -> ModelSet:
     """``model_set`` priced at cached context length ``length``: its curves ``c_i(m, L) /
-    a(L)`` and row costs ``h_i / a(L)`` (each at most what its curve admits); itself when it
-    has no ``context_cost`` (one curve for every context)."""
+    a(L)``, row costs ``h_i / a(L)`` and row steps ``s_i / a(L)`` (each at most what its curve
+    admits); itself when it has no ``context_cost`` (one curve for every context)."""
     cc = model_set.context_cost
     if cc is None or model_set.cost_curve is None:
         return model_set
@@ -39,11 +39,17 @@ def at_context(model_set: ModelSet, length: float) -> ModelSet:
     rows = model_set.row_cost
     if rows is not None:
         rows = np.minimum(rows / cc.unit_at(length), [max_row_cost(c) for c in curves])
+    steps = model_set.row_step
+    if steps is not None:
+        h = np.zeros(len(curves)) if rows is None else rows
+        limit = [max(max_row_step(c, hi), 0.0) for c, hi in zip(curves, h, strict=True)]
+        steps = np.minimum(steps / cc.unit_at(length), limit)
     return replace(
         model_set,
         cost=np.array([c[0] for c in curves]),
         cost_curve=curves,
         row_cost=rows,
+        row_step=steps,
         context_cost=None,
         metadata={**model_set.metadata, "context_tokens": float(length)},
     )

@@ -31,7 +31,7 @@ from ewif.predict.bootstrap import (
     REPLICATES,
     PredictionInterval,
     drawn_curves,
-    drawn_row_cost,
+    drawn_rows,
     expansion,
     prompt_draw,
 )
@@ -94,8 +94,7 @@ def mix_intervals(
         if stderr is not None and model_set.cost_curve is not None:
             curves = drawn_curves(model_set.cost_curve, stderr, rng)
             costs = {"cost_curve": curves, "cost": np.array([c[0] for c in curves])}
-            if model_set.row_cost is not None:
-                costs["row_cost"] = drawn_row_cost(model_set, curves)
+            costs.update(drawn_rows(model_set, curves))
         sets = {n: replace(s, alpha=alphas[n], **costs) for n, s in base.items()}
         values[i] = [_speedup(sets, mix, c, fill, max_new_tokens) for c in configs]
     out = []

@@ -12,7 +12,14 @@ separability behind the vectorised search, so the search runs in two exact stage
 
    the plain EWIF of every configuration is an upper bound on its catch-up EWIF. The
    extension beyond the measured range ``M`` has slope ``s >= h``, so ``c(m) − h·m`` never
-   decreases there and the minimum is over ``m <= M + 1``, and ``b = c`` beyond ``M``. The
+   decreases there and the minimum is over ``m <= M + 1``, and ``b = c`` beyond ``M``. A
+   **row step** ``s`` (:mod:`ewif.kernel.pass_cost`, "Row step") makes a one-row pass
+   (``r = 1``) that feeds ``m >= 2`` cost ``s`` less still, ``c(m) − h·(m − 1) − s``, and
+   changes no pass with ``r >= 2`` (its ``m >= r >= 2`` rows drop ``ρ(m) − ρ(r) = h·(m −
+   r)``); so ``b(1)`` becomes ``min(c(1), h + min_{m >= 2} (c(m) − h·m) − s)`` (``>= 0`` as
+   ``s`` is at most :func:`~ewif.base.row_cost.max_row_step`) and ``b(r >= 2)`` stays: each
+   pass still costs at least ``b`` of its paper size, so the bound stays valid. An affine
+   model with a step is bounded through its exact three-point curve ``c(1..3)``. The
    vectorised exhaustive search ranks the configurations by that bound.
 2. **Exact evaluation, best first.** The ``T`` best bounds are evaluated exactly with
    :class:`ewif.kernel.cascade.Cascade` (catch-up on); once the ``top``-th best exact value is at
@@ -35,33 +42,52 @@ from ewif.files.model_set import ModelSet
 _FIRST_ROUND = 32
 
 
-def catch_up_bound(curve: np.ndarray, slope: float, h: float) -> np.ndarray:
+def catch_up_bound(curve: np.ndarray, slope: float, h: float, step: float = 0.0) -> np.ndarray:
     """``b(r) = h·r + min_{m >= r} (c(m) − h·m)`` for ``r = 1..M + 1`` (module docstring):
-    the measured table ``c(1..M)``, its extension slope ``slope >= h`` and row cost ``h``.
+    the measured table ``c(1..M)``, its extension slope ``slope >= h`` and row cost ``h``;
+    with a row step ``step``, ``b(1) = min(c(1), h + min_{m >= 2} (c(m) − h·m) − step)``.
     ``b >= 0`` since ``h`` is at most :func:`ewif.kernel.pass_cost.max_row_cost`; at that bound the
     sum can round a few ulps below 0, which is taken to 0."""
     y = np.asarray(curve, dtype=float)
     y = np.append(y, y[-1] + slope)
     m = np.arange(1, y.size + 1)
-    return np.maximum(h * m + np.minimum.accumulate((y - h * m)[::-1])[::-1], 0.0)
+    b = h * m + np.minimum.accumulate((y - h * m)[::-1])[::-1]
+    if step:
+        b[0] = min(y[0], h + float((y[1:] - h * m[1:]).min()) - step)
+    return np.maximum(b, 0.0)
 
 
 def bounding_set(model_set: ModelSet, flags: Sequence[bool]) -> ModelSet:
     """The model set whose plain EWIF bounds the catch-up EWIF from above: the curves of the
     catch-up models replaced by :func:`catch_up_bound` and priced at the paper's rows
     (affine costs have ``cost_per_token >= h``: a catch-up position never makes a pass
-    cheaper than the paper's, so they are their own bound)."""
-    if model_set.cost_curve is None:
-        return model_set
+    cheaper than the paper's, so they are their own bound — unless a catch-up model has a row
+    step: then every model is read as its exact curve ``c(1..3)``)."""
     pc = model_set.pass_cost
+    stepped = any(f and s for f, s in zip(flags, pc.row_step, strict=True))
+    if model_set.cost_curve is None and not stepped:
+        return model_set
+    table = model_set.cost_curve or tuple(pc.at(i, np.arange(1, 4)) for i in range(pc.n_models))
     curves = tuple(
-        catch_up_bound(c, float(pc.at(i, c.size + 1) - c[-1]), float(pc.row_cost[i])) if flag else c
-        for i, (c, flag) in enumerate(zip(model_set.cost_curve, flags, strict=True))
+        catch_up_bound(c, *_extension(pc, i, c.size), float(pc.row_step[i])) if flag else c
+        for i, (c, flag) in enumerate(zip(table, flags, strict=True))
     )
     cost = np.array([c[0] for c in curves])
     return dataclasses.replace(
-        model_set, cost=cost, cost_curve=curves, row_cost=None, bootstrap=None, cascade=None
+        model_set,
+        cost=cost,
+        cost_per_token=np.zeros(cost.size),
+        cost_curve=curves,
+        row_cost=None,
+        row_step=None,
+        bootstrap=None,
+        cascade=None,
     )
+
+
+def _extension(pc, i: int, size: int) -> tuple[float, float]:
+    """``(slope, h)``: model ``i``'s rise beyond its first ``size`` points and row cost."""
+    return float(pc.at(i, size + 1) - pc.at(i, size)), float(pc.row_cost[i])
 
 
 def resolved_catch_up(model_set: ModelSet, catch_up: object | None) -> tuple[bool, ...] | None:
