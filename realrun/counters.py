@@ -2,8 +2,10 @@
 
 ``pass_sizes[m]`` is the number of forward passes that computed ``m`` positions since the
 last :meth:`PassCounters.reset_counters`, ``pass_rows[m]`` the logit rows they returned in
-all; ``passes`` and ``tokens_fed`` (positions computed) follow from them. An optional
-``timing_hook(fed, seconds)`` sees the wall time of every pass.
+all, ``pass_one_row[m]`` how many of them returned one row (a row step prices those of
+``m >= 2`` lower, :mod:`ewif.kernel.pass_cost`); ``passes`` and ``tokens_fed`` (positions
+computed) follow from them. An optional ``timing_hook(fed, seconds)`` sees the wall time of
+every pass.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ class PassCounters:
         self.timing_hook = timing_hook
         self.pass_sizes: Counter[int] = Counter()
         self.pass_rows: Counter[int] = Counter()
+        self.pass_one_row: Counter[int] = Counter()
 
     @property
     def passes(self) -> int:
@@ -36,11 +39,13 @@ class PassCounters:
         """Zero the counters."""
         self.pass_sizes = Counter()
         self.pass_rows = Counter()
+        self.pass_one_row = Counter()
 
     def _record(self, fed: int, rows: int, seconds: float) -> None:
         """Count one pass over ``fed`` positions that returned ``rows`` logit rows and took
         ``seconds``."""
         self.pass_sizes[fed] += 1
         self.pass_rows[fed] += rows
+        self.pass_one_row[fed] += rows == 1
         if self.timing_hook is not None:
             self.timing_hook(fed, seconds)

@@ -230,7 +230,8 @@ def _priced(
 ) -> PromptRun:
     """``run`` with its counted passes by size m and their standardized cost: a neural
     model's passes as it counted them, each priced at its size (a catch-up drafter's less
-    its row cost for every position that returned no logit row, :mod:`ewif.kernel.pass_cost`); a
+    its row cost for every position that returned no logit row and its row step for every
+    one-row pass over ``m >= 2`` positions, :mod:`ewif.kernel.pass_cost`); a
     proposer's every proposed token one generating pass (m = 1)."""
     prices = model_set.pass_cost
     cost, counted, rows = 0.0, {}, {}
@@ -245,6 +246,8 @@ def _priced(
             if model_set.catch_up is not None and model_set.catch_up[j]:
                 rowless = x.tokens_fed - sum(x.pass_rows.values())
                 cost -= float(prices.row_cost[j]) * rowless
+                stepped = sum(c for fed, c in x.pass_one_row.items() if fed >= 2)
+                cost -= float(prices.row_step[j]) * stepped
         else:
             counted[name] = Counter({1: int(run.stats.tokens_fed[i])})
             cost += float(run.stats.tokens_fed[i] * prices.at(j, 1))

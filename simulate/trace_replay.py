@@ -94,9 +94,11 @@ class Replay:
     of the configuration's model ``i`` over ``m`` positions in its replays, priced by
     ``prices[i, m − 1]`` (target-pass units; ``unit`` = one autoregressive token), and the
     mean catch-up positions ``caught[p, i]``, which return no logit row (``row_cost[i]``
-    less each, :mod:`simulate.prices`). Where the model set (``model_set``, the
-    configuration's ``models``) carries the cost curves' standard errors, :meth:`interval`
-    draws the costs too."""
+    less each, :mod:`simulate.prices`). A chain's model returns one row per pass exactly
+    when it is a leaf (``leaf[i]``), so its passes over ``m >= 2`` are those a row step
+    prices ``row_step[i]`` lower: exact from the replayed passes. Where the model set
+    (``model_set``, the configuration's ``models``) carries the cost curves' standard
+    errors, :meth:`interval` draws the costs too."""
 
     tokens: np.ndarray
     passes: np.ndarray
@@ -106,20 +108,28 @@ class Replay:
     models: tuple[str, ...] = ()
     caught: np.ndarray | None = None
     row_cost: np.ndarray | None = None
+    row_step: np.ndarray | None = None
+    leaf: np.ndarray | None = None
 
     @property
     def cost(self) -> np.ndarray:
         """``C_p``: the mean cost of prompt ``p``'s replays."""
         return np.einsum("pim,im->p", self.passes, self.prices) - self._rows_saved(
-            slice(None), self.row_cost
+            slice(None), self.row_cost, self.row_step
         )
 
-    def _rows_saved(self, idx, row_cost: np.ndarray | None) -> np.ndarray:
-        """``Σ_i caught[p, i]·row_cost[i]`` of the prompts ``idx`` (row costs of the
-        configuration's models)."""
-        if self.caught is None or row_cost is None:
-            return np.zeros(self.tokens[idx].size)
-        return self.caught[idx] @ row_cost
+    def _rows_saved(
+        self, idx, row_cost: np.ndarray | None, row_step: np.ndarray | None = None
+    ) -> np.ndarray:
+        """``Σ_i caught[p, i]·row_cost[i] + Σ_i leaf[i]·(passes of m >= 2)[p, i]·row_step[i]``
+        of the prompts ``idx`` (row prices of the configuration's models)."""
+        out = np.zeros(self.tokens[idx].size)
+        if self.caught is not None and row_cost is not None:
+            out = out + self.caught[idx] @ row_cost
+        if self.leaf is not None and row_step is not None and np.any(row_step):
+            stepped = self.passes[idx][:, :, 1:].sum(axis=2) * self.leaf
+            out = out + stepped @ row_step
+        return out
 
     @property
     def speedup(self) -> float:
@@ -163,17 +173,21 @@ class Replay:
 
     def priced_speedup(self, idx: np.ndarray, curves: tuple[np.ndarray, ...]) -> float:
         """The speed-up of prompts ``idx`` with the model set's curves replaced by ``curves``
-        (its row costs drawn with them, :func:`ewif.base.resampling.drawn_row_cost`)."""
+        (its row costs and steps drawn with them, :func:`ewif.base.resampling.drawn_row_cost`,
+        :func:`ewif.base.resampling.drawn_row_step`)."""
         ms = self.model_set
-        rows = None
+        rows = steps = None
         if ms.row_cost is not None:
             rows = resampling.drawn_row_cost(ms.row_cost, ms.cost_curve, curves)
-        costs = Prices.from_curves(curves, rows)
+        if ms.row_step is not None:
+            steps = resampling.drawn_row_step(ms.row_step, rows, ms.cost_curve, curves)
+        costs = Prices.from_curves(curves, rows, steps)
         where = [ms.index(name) for name in self.models]
         m = np.arange(1, self.prices.shape[1] + 1)
         prices = np.array([costs.at(i, m) for i in where])
         passes = self.passes[idx].sum(axis=0)
-        cost = np.sum(passes * prices) - self._rows_saved(idx, costs.row_cost[where]).sum()
+        saved = self._rows_saved(idx, costs.row_cost[where], costs.row_step[where])
+        cost = np.sum(passes * prices) - saved.sum()
         return float(self.tokens[idx].sum() * costs.unit / cost)
 
 
@@ -239,6 +253,8 @@ def replay(
         tuple(models),
         np.array(caught, dtype=float),
         prices.row_cost.copy(),
+        prices.row_step.copy(),
+        np.array([i > 0 and is_leaf(K, i) for i in range(len(models))], dtype=float),
     )
 
 

@@ -30,6 +30,6 @@ def max_row_step(curve: Sequence[float] | np.ndarray, row_cost: float = 0.0) -> 
     Beyond ``M`` the curve rises by at least ``h`` per position, so the minimum is over
     ``2 <= m <= max(M, 2)``; a one-point curve rises by ``h``, so it admits ``c(1)``."""
     y = np.asarray(curve, dtype=float)
-    if y.size == 1:
-        return float(y[0])
+    if y.size == 1:  # c(2) − h, in the price list's own arithmetic (equal to c(1) unrounded)
+        return float((y[0] + row_cost) - row_cost)
     return float((y[1:] - row_cost * np.arange(1, y.size)).min())

@@ -46,6 +46,23 @@ non-decreasing in ``m`` the EWIF with catch-up is at most the plain one (with a 
 ``h``, :mod:`ewif.kernel.pass_cost`, when ``c(m) − h·m`` is non-decreasing). ``k = 1`` SD: the
 drafter's cost per step is ``α·c₁(2) + (1 − α)·c₁(1)``.
 
+**Theorem CU, row step.** Price a pass of ``m`` positions returning ``r`` rows at ``c_i(m) −
+(ρ_i(m) − ρ_i(r))``, ``ρ_i(1) = 0``, ``ρ_i(r) = s_i + h_i·(r − 1)`` (:mod:`ewif.kernel.pass_cost`,
+"Row step"). Every pass returns its paper rows ``r`` and feeds ``m >= r`` (the same passes as
+the paper's), so its saving is ``h_i·(m − r)`` plus ``s_i`` exactly when ``r = 1 < m``. A
+pass that feeds ``m = 1`` has ``r = 1``, so the one-row passes that feed ``m >= 2`` number
+``O_i − F_i`` per step: ``O_i`` the paper's passes at ``m = 1`` (generating passes, a tree
+drafter's root pass) and ``F_i = (π ⊛ first)[1] + rest[1]`` the fed ones at ``m = 1``. The
+expected cost of model ``i`` per target step is therefore
+
+    Σ_m ((π ⊛ first)[m] + rest[m])·c_i(m) − h_i·(catch-up positions) − s_i·(O_i − F_i).
+
+Only ``r = 1`` passes carry the step: a review pass has ``r = D + 1 >= 2`` and a tree level's
+pass returns all its rows, so for them ``ρ_i(m) − ρ_i(r) = h_i·(m − r)``. In plain SD with
+the leaf drafter first in the target's block (``first = δ_0``, ``rest`` at ``m = 1``) the
+count is ``P(U >= 2)``; in general it also counts re-entries of nested calls and leaf passes
+after other blocks (``q >= 1``), which feed ``m >= 2`` with one row.
+
 Exactness rests on one assumption, true for greedy verification and for speculative sampling
 without lenience: a correction never equals the token it replaces, so a model's fed prefix
 never matches the new sequence beyond the first rejected position. With lenience < 1 the

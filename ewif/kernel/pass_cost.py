@@ -74,7 +74,7 @@ class PassCost:
         self._rows = _row_cost(row_cost, len(table))
         self._step = _row_cost(row_step, len(table), "row_step")
         for i, si in enumerate(self._step):
-            if si > (limit := self._max_step(i)):
+            if si > 0 and si > (limit := self._max_step(i)):
                 raise ValueError(
                     f"row_step[{i}] = {si:g} would price model {i}'s one-row pass below zero "
                     f"(c(m) − s − h·(m − 1) < 0 for some m >= 2); it must be at most {limit:g}"

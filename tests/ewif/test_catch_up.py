@@ -149,18 +149,26 @@ def _brute_force_step_cost(alpha, K, fill, catch_up, price) -> float:
 
 
 @pytest.mark.parametrize("alpha,K,fill", BRUTE)
-def test_row_cost_matches_brute_force_enumeration(alpha, K, fill) -> None:
-    """With a row cost, E[cost per step] equals the enumeration of the player, which prices
-    every pass at ``c(m) − h·(m − rows)`` with the rows it asks for, to 1e-12."""
+@pytest.mark.parametrize("s", [0.0, 0.02])
+def test_row_cost_matches_brute_force_enumeration(alpha, K, fill, s: float) -> None:
+    """With a row cost (and a row step ``s``), E[cost per step] equals the enumeration of the
+    player, which prices every pass at ``c(m) − h·(m − rows) − s·[m >= 2, rows = 1]`` with
+    the rows it asks for, to 1e-12 (Theorem CU, row step)."""
     n = len(K)
     flags = [False] + [True] * n
     h = [0.0, 0.03, 0.01][: n + 1]
-    c = Cascade(alpha, None, K, cost_curve=CURVES3[: n + 1], fill=fill, catch_up=flags, row_cost=h)
+    step = [0.0, s, s][: n + 1]
+    curves = CURVES3[: n + 1]
+    c = Cascade(
+        alpha, None, K, cost_curve=curves, fill=fill, catch_up=flags, row_cost=h, row_step=step
+    )
     price = lambda i, m, rows: float(c.pass_cost.at_rows(i, m, rows))  # noqa: E731
     assert c.expected_cost() == pytest.approx(
         _brute_force_step_cost(alpha, K, fill, flags, price), rel=1e-12
     )
     assert c.expected_cost() < c.with_row_cost(None).expected_cost()
+    if s:  # the step is priced: some one-row pass feeds m >= 2 in these configurations
+        assert c.expected_cost() < c.with_row_cost(h).expected_cost()
 
 
 @pytest.mark.parametrize("alpha,K,fill", BRUTE)

@@ -23,21 +23,22 @@ from tests.ewif.test_catch_up import BRUTE, CURVES3, _curves, _More, _Script, ca
 SD_CURVES = [[1.0, 1.2, 1.3, 1.4, 1.5, 1.6, 1.7], [0.2, 0.35, 0.4, 0.45]]
 
 
-def _price(curves, row_cost=None):
+def _price(curves, row_cost=None, row_step=None):
     """The cascade's own pricing of a pass (curves extended beyond their last point; the
-    logit rows it does not return at ``row_cost``)."""
-    at = PassCost.from_curves(curves, row_cost=row_cost).at_rows
+    logit rows it does not return at ``row_cost``, a one-row pass's step at ``row_step``)."""
+    at = PassCost.from_curves(curves, row_cost=row_cost, row_step=row_step).at_rows
     return lambda i, m, rows: float(at(i, m, rows))
 
 
-def _brute_force_cost(alpha, K, fill, flags, curves, n: int, row_cost=None) -> float:
+def _brute_force_cost(alpha, K, fill, flags, curves, n: int, row_cost=None, row_step=None):
     """Exact expected cost of one generation of ``n`` tokens: every acceptance outcome of the
     explicit-sequence player enumerated, weighted by its probability."""
     total = 0.0
     stack: list[tuple[bool, ...]] = [()]
     while stack:
         script = _Script(stack.pop())
-        player = FedPositions(alpha, K, fill, flags, _price(curves, row_cost), draw=script.draw)
+        price = _price(curves, row_cost, row_step)
+        player = FedPositions(alpha, K, fill, flags, price, draw=script.draw)
         try:
             cost = float(player.generation_costs(1, n)[0])
         except _More as more:
@@ -95,16 +96,19 @@ TRAILING = (
 
 @pytest.mark.parametrize("alpha,K,fill", [*BRUTE, TRAILING])
 @pytest.mark.parametrize("n", [1, 2, 3])
-@pytest.mark.parametrize("h", [0.0, 0.01])
-def test_matches_brute_force_enumeration(alpha, K, fill, n: int, h: float) -> None:
+@pytest.mark.parametrize("h,s", [(0.0, 0.0), (0.01, 0.0), (0.01, 0.015), (0.0, 0.015)])
+def test_matches_brute_force_enumeration(alpha, K, fill, n: int, h: float, s: float) -> None:
     """E[C(n)] with catch-up equals the exact enumeration of the player to 1e-12, logit
-    rows free (h = 0) or priced (the player pays ``c(m) − h·(m − rows)``)."""
+    rows free (h = 0) or priced (the player pays ``c(m) − h·(m − rows)``), with or without
+    a row step ``s`` (``s`` less for a one-row pass over ``m >= 2``; Theorem CU, row step)."""
     m = len(K)
     flags = [False] + [True] * m
     curves = CURVES3[: m + 1] if m < 3 else [*CURVES3, [0.02, 0.03]]
-    rows = [0.0] + [h] * m
-    c = Cascade(alpha, None, K, cost_curve=curves, fill=fill, catch_up=flags, row_cost=rows)
-    brute = _brute_force_cost(alpha, K, fill, flags, curves, n, rows)
+    rows, steps = [0.0] + [h] * m, [0.0] + [s] * m
+    c = Cascade(
+        alpha, None, K, cost_curve=curves, fill=fill, catch_up=flags, row_cost=rows, row_step=steps
+    )
+    brute = _brute_force_cost(alpha, K, fill, flags, curves, n, rows, steps)
     assert c.generation_cost(n) == pytest.approx(brute, rel=1e-12)
 
 
@@ -138,14 +142,19 @@ def test_witness_fails_without_the_surplus() -> None:
     assert abs(c.generation_cost(8) - costs.mean()) <= half
 
 
-def test_long_generations_tend_to_the_endless_ewif() -> None:
-    """Renewal theorem: E[C(n)] − n·E[C]/μ stays bounded, so EWIF_n → EWIF as 1/n."""
+@pytest.mark.parametrize("flags", [[False, True, False], [False, True, True]])
+@pytest.mark.parametrize("s", [0.0, 0.02])
+def test_long_generations_tend_to_the_endless_ewif(flags, s: float) -> None:
+    """Renewal theorem: E[C(n)] − n·E[C]/μ stays bounded, so EWIF_n → EWIF as 1/n — with a
+    row step too (Theorem FL's entry costs agree with Theorem CU, row step)."""
     c = Cascade(
         [[0, 0.8, 0.5], [0, 0, 0.6], [0, 0, 0]],
         None,
         [[2, 1], [0, 2]],
         cost_curve=CURVES3,
-        catch_up=[False, True, False],
+        catch_up=flags,
+        row_cost=[0.0, 0.01, 0.01],
+        row_step=[0.0, s, s],
     )
     rate = c.expected_cost() / c.expected_tokens()
     gaps = [c.generation_cost(n) - n * rate for n in (200, 400, 800)]

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ewif.base.row_cost import max_row_cost
+from ewif.base.row_cost import max_row_cost, max_row_step
 from ewif.files.model_set import ModelSet
 from ewif.kernel.budgets import FILLS, drafters_reached, is_leaf, rows_of
 from ewif.kernel.pass_cost import PassCost
@@ -57,18 +57,22 @@ curve = st.lists(st.floats(0.0, 5.0), min_size=1, max_size=6)
 )
 def test_prices_from_curves_are_pass_costs_to_the_bit(curves, rows, with_rows):
     curves = [[1.0, *curves[0][1:]], *curves[1:]]
-    row_cost = None
-    if with_rows:  # each at most what its curve admits
+    row_cost = row_step = None
+    if with_rows:  # each at most what its curve admits; the step at most what is left
         row_cost = [min(f, max_row_cost(c)) for f, c in zip(rows, curves, strict=False)]
-    table = PassCost.from_curves(curves, row_cost=row_cost)
-    prices = Prices.from_curves(curves, row_cost)
+        row_step = [
+            min(f, max(max_row_step(c, h), 0.0))
+            for f, c, h in zip(rows[::-1], curves, row_cost, strict=False)
+        ]
+    table = PassCost.from_curves(curves, row_cost=row_cost, row_step=row_step)
+    prices = Prices.from_curves(curves, row_cost, row_step)
     m = np.arange(1, 12)
-    rows_returned = np.minimum(m, 2)
-    for i in range(len(curves)):
-        assert np.array_equal(prices.at(i, m), table.at(i, m))
-        assert np.array_equal(
-            prices.at_rows(i, m, rows_returned), table.at_rows(i, m, rows_returned)
-        )
+    for rows_returned in (np.minimum(m, 2), np.ones_like(m)):
+        for i in range(len(curves)):
+            assert np.array_equal(prices.at(i, m), table.at(i, m))
+            assert np.array_equal(
+                prices.at_rows(i, m, rows_returned), table.at_rows(i, m, rows_returned)
+            )
     assert prices.unit == table.unit
 
 
