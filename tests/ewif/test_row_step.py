@@ -17,7 +17,10 @@ from hypothesis import strategies as st
 from ewif.base.row_cost import max_row_step
 from ewif.files import model_set as model_io
 from ewif.kernel.cascade import Cascade
+from ewif.kernel.catch_up import stationary_tail
 from ewif.kernel.pass_cost import PassCost
+from ewif.kernel.tree import Tree
+from ewif.kernel.tree_cascade import TreeCascade
 from ewif.search.catch_up_search import bounding_set
 from simulate.fed_positions import FedPositions
 from simulate.prices import Prices
@@ -278,3 +281,20 @@ def test_search_bound_holds_with_a_step(config, h: float, s: float) -> None:
         exact = ms.to_cascade(K=K, fill=fill)
         bound = bounding_set(ms, flags).to_cascade(K=K, fill=fill, catch_up=[False] * (n + 1))
         assert bound.ewif() >= exact.ewif() * (1 - 1e-12)
+
+
+def test_tree_drafter_steps_only_its_root_pass() -> None:
+    """A catch-up drafter growing a tree the target reviews: its root pass feeds the unfed
+    tail ``U`` with one row; its level passes return a row per position. So the passes the
+    step prices lower are the steps entered with ``U = 2`` (the deepest accepted node a leaf
+    other than the root, Theorem TD), ``π(2)``."""
+    tree = Tree([-1, 0, 0, 0, 1, 1, 2])
+    c = TreeCascade(
+        [[0, 0.6], [0, 0]], None, [[6]], cost_curve=[CURVES3[0], [0.1, 0.5, 0.9, 1.3]],
+        catch_up=[False, True], rank={(0, 1): [0.6, 0.3, 0.1]}, tree=(0, 1, tree),
+        row_cost=[0.0, 0.05], row_step=[0.0, 0.04],
+    )  # fmt: skip
+    pi = stationary_tail(c.step_feed(1))
+    assert pi[2] > 0.1 and c.row_step_passes(1) == pytest.approx(pi[2], abs=1e-14)
+    linear = c.with_row_cost([0.0, 0.05])
+    assert c.expected_cost() == pytest.approx(linear.expected_cost() - 0.04 * pi[2], abs=1e-14)

@@ -59,14 +59,15 @@ def _traces(values: dict, prompts: int, length: int) -> dict:
         (("t", "mag"), [[4]], 1.0),
     ],
 )
-@pytest.mark.parametrize("h", [0.0, 0.04])
-def test_deterministic_traces_equal_the_exact_ewif(value, models, K, lenience, h) -> None:
+@pytest.mark.parametrize("h,s", [(0.0, 0.0), (0.04, 0.0), (0.04, 0.03), (0.0, 0.03)])
+def test_deterministic_traces_equal_the_exact_ewif(value, models, K, lenience, h, s) -> None:
     """All-accept or all-reject traces leave nothing to chance: the replay's speed-up on
     generations of the traces' length equals the exact EWIF of that length (Theorem FL),
-    catch-up and the drafter's logit rows (priced at ``h``) included, to 1e-12."""
+    catch-up and the drafter's logit rows (priced at ``h``, with a row step ``s``) included,
+    to 1e-12."""
     keys = [(1.0, 0, 1), (1.0, 0, 2), (1.0, 1, 2), (lenience, 1, 2)]
     ms = _model_set(_traces(dict.fromkeys(keys, value), 3, 11), leniences=sorted({1.0, lenience}))
-    ms = dataclasses.replace(ms, row_cost=np.array([0.0, h, 0.0]))
+    ms = dataclasses.replace(ms, row_cost=np.array([0.0, h, 0.0]), row_step=np.array([0, s, 0]))
     exact = ms.to_cascade(models, np.array(K), lenience).ewif(11)
     assert replay(ms, models, K, lenience).speedup == pytest.approx(exact, rel=1e-12)
 

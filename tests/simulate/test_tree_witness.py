@@ -13,6 +13,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ewif.base.row_cost import max_row_step
 from ewif.kernel.tree import Tree
 from ewif.kernel.tree_cascade import TreeCascade
 from simulate.stats import ratio_estimate
@@ -70,9 +71,11 @@ def test_a_tree_reviewed_by_the_target(data) -> None:
     p = data.draw(vectors(a))
     proposer = data.draw(st.booleans())
     catch_up = not proposer and data.draw(st.booleans())
+    curve, h = _curve(data.draw, 0.1), data.draw(st.sampled_from([0.0, 0.02]))
+    step = min(data.draw(st.sampled_from([0.0, 0.05])), max_row_step(curve, h))  # row step
     c = TreeCascade(
-        [[0, a], [0, 0]], None, [[tree.size - 1]], cost_curve=[TARGET, _curve(data.draw, 0.1)],
-        catch_up=[False, catch_up], row_cost=[0.0, data.draw(st.sampled_from([0.0, 0.02]))],
+        [[0, a], [0, 0]], None, [[tree.size - 1]], cost_curve=[TARGET, curve],
+        catch_up=[False, catch_up], row_cost=[0.0, h], row_step=[0.0, step],
         rank={(0, 1): p}, tree=(0, 1, tree), proposers=[False, proposer],
     )  # fmt: skip
     seed = zlib.crc32(repr((tree, p, catch_up)).encode())
@@ -95,11 +98,13 @@ def test_cascades_with_siblings_and_trees_at_the_bottom(data) -> None:
         (1, 2): data.draw(vectors(c2)),
     }
     siblings = [0, data.draw(st.integers(0, 2)), data.draw(st.integers(0, 2)) if k2 else 0]
+    curve = _curve(data.draw, 0.1)
+    step = min(data.draw(st.sampled_from([0.0, 0.05])), max_row_step(curve, 0.02))
     c = TreeCascade(
         [[0, a, b], [0, 0, c2], [0, 0, 0]], None, K, rank=rank, siblings=siblings,
         tree=(1, 2, bottom) if with_tree else None, proposers=[False, False, True],
-        cost_curve=[TARGET, _curve(data.draw, 0.1), [0.01]], catch_up=flags,
-        row_cost=[0.0, 0.02, 0.0],
+        cost_curve=[TARGET, curve, [0.01]], catch_up=flags,
+        row_cost=[0.0, 0.02, 0.0], row_step=[0.0, step, 0.0],
     )  # fmt: skip
     seed = zlib.crc32(repr((K, siblings, flags, with_tree)).encode())
     assert _ewif(c, seed=seed).contains(c.ewif())
