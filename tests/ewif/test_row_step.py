@@ -16,15 +16,21 @@ from hypothesis import strategies as st
 
 from ewif.base.row_cost import max_row_step
 from ewif.files import model_set as model_io
+from ewif.files.categories import parse_mix
 from ewif.kernel.cascade import Cascade
 from ewif.kernel.catch_up import stationary_tail
 from ewif.kernel.pass_cost import PassCost
 from ewif.kernel.tree import Tree
 from ewif.kernel.tree_cascade import TreeCascade
+from ewif.predict.bootstrap import replicate_sets
+from ewif.predict.context import at_context
+from ewif.predict.mix import mix_intervals
 from ewif.search.catch_up_search import bounding_set
 from simulate.fed_positions import FedPositions
 from simulate.prices import Prices
 from tests.ewif.test_catch_up import BRUTE, CURVES3, _curves, cascades
+from tests.ewif.test_context_cost import data
+from tests.ewif.test_mix import SETS, category_set
 
 Z999 = 3.29  # two-sided 99.9 % normal quantile
 #: The 0.5B drafter's measured shape (ms): m = 4 costs 49.8 / 59.3 / 59.8 / 61.1 for 1..4 rows
@@ -298,3 +304,40 @@ def test_tree_drafter_steps_only_its_root_pass() -> None:
     assert pi[2] > 0.1 and c.row_step_passes(1) == pytest.approx(pi[2], abs=1e-14)
     linear = c.with_row_cost([0.0, 0.05])
     assert c.expected_cost() == pytest.approx(linear.expected_cost() - 0.04 * pi[2], abs=1e-14)
+
+
+def test_replicates_draw_the_row_step_with_the_curves() -> None:
+    """The bootstrap draws a drafter's step as it draws its row cost (scaled as the curve's
+    two-position pass), never above what the drawn curve and row cost admit; the mix's
+    stratified bootstrap draws both alike (it once passed the wrong arguments)."""
+    ms = category_set(SETS)
+    curve = ms.cost_curve[1]
+    h = 0.004
+    s = max_row_step(curve, h)  # at the bound: a draw that lowers the curve takes s down
+    ms = dataclasses.replace(
+        ms, catch_up=(False, True, False), row_cost=np.array([0.0, h, 0.0]),
+        row_step=np.array([0.0, s, 0.0]),
+    )  # fmt: skip
+    reps = replicate_sets(ms, 30)
+    for rep in reps:
+        limit = max_row_step(rep.cost_curve[1], rep.row_cost[1])
+        assert 0.0 <= rep.row_step[1] <= limit + 1e-15
+        scaled = s * rep.cost_curve[1][1] / curve[1]
+        assert rep.row_step[1] == pytest.approx(min(scaled, limit))
+        assert rep.row_step[0] == rep.row_step[2] == 0.0
+    assert len({float(rep.row_step[1]) for rep in reps}) > 1
+    configs = [(("t", "d"), [[3]], 1.0)]
+    (iv,) = mix_intervals(ms, parse_mix("code=0.5,writing=0.5"), configs, replicates=20)
+    assert iv.low <= iv.point <= iv.high
+    plain = dataclasses.replace(ms, row_step=None)
+    (without,) = mix_intervals(plain, parse_mix("code=0.5,writing=0.5"), configs, replicates=20)
+    assert iv.point > without.point  # the step makes the catch-up drafter's passes cheaper
+
+
+def test_a_context_length_scales_the_step() -> None:
+    """At a context length the step scales by the unit as the row cost does."""
+    ms = model_io.ModelSet.from_dict(data(row_step=[0.0, 0.03, 0.0]))
+    long = at_context(ms, 1000.0)
+    unit = 1 + 620 * 0.0006
+    assert long.row_step[1] == pytest.approx(0.03 / unit)
+    assert long.row_step[1] <= max_row_step(long.cost_curve[1], long.row_cost[1])
