@@ -3,10 +3,13 @@ results file valid, SWI from counted passes, Ctrl-C keeps finished prompts."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
 from ewif.base.configuration import Configuration
+from ewif.base.row_cost import max_row_step
 from ewif.files import results as results_io
 from realrun.ar import ar_timer
 from realrun.baselines import hf_generate
@@ -91,8 +94,15 @@ def test_results_file_round_trip_and_consistency(results, tmp_path):
     assert "AR" in format_results(results)
 
 
-def test_swi_is_recomputed_from_counted_passes(setup, tiny_prompts):
+@pytest.mark.parametrize("step", [0.0, 0.5])
+def test_swi_is_recomputed_from_counted_passes(setup, tiny_prompts, step):
     models, ms = setup
+    if step:  # a row step of half what the drafter's curve admits
+        near = ms.index("near")
+        s = step * max_row_step(ms.cost_curve[near], ms.row_cost[near])
+        steps = np.zeros(len(ms.models))
+        steps[near] = s
+        ms = dataclasses.replace(ms, row_step=steps)
     method = cascade_method("SD near", "sd", ("target", "near"), [[3]])
     res = run_side_by_side(
         [method], models, tiny_prompts[:1], model_set=ms, max_new_tokens=NEW, progress=False
@@ -106,12 +116,17 @@ def test_swi_is_recomputed_from_counted_passes(setup, tiny_prompts):
 
     out = CascadeDecoder([t, d], [[3]]).generate(tiny_prompts[0], NEW)
     # every pass priced at its own size m on the measured curve, the catch-up drafter's
-    # less its row cost for every position that returned no logit row
+    # less its row cost for every position that returned no logit row and its row step for
+    # every one-row pass over m >= 2 positions
     curves = {x.name: ms.cost_curve[ms.index(x.name)] for x in (t, d)}
     assert all(m <= curves[x.name].size for x in (t, d) for m in x.pass_sizes)
     cost = sum(curves[x.name][m - 1] * count for x in (t, d) for m, count in x.pass_sizes.items())
     assert ms.catch_up[ms.index("near")] and ms.row_cost[ms.index("target")] == 0.0
     cost -= ms.row_cost[ms.index("near")] * (d.tokens_fed - sum(d.pass_rows.values()))
+    if step:
+        stepped = sum(c for m, c in d.pass_one_row.items() if m >= 2)
+        assert stepped > 0
+        cost -= ms.row_step[ms.index("near")] * stepped
     expected = len(out.tokens) * 1.0 / cost
     assert res.methods[0].swi == pytest.approx(expected)
     # the prediction is the exact EWIF of the generation the method made (Theorem FL)
