@@ -225,4 +225,6 @@ def replay_schedule(
         models,
         np.array(caught),
         cascade.pass_cost.row_cost.copy(),
+        cascade.pass_cost.row_step.copy(),
+        np.array([0.0, 1.0]),  # the drafter is a leaf: one row per pass
     )

@@ -18,7 +18,9 @@ from simulate.trace_replay import replay
 CURVES = (np.array([1.0, 1.1, 1.2, 1.4, 1.5, 1.7]), np.array([0.2, 0.25]))
 
 
-def traced_set(traces: list[list[float]], catch_up: bool = True, row: float = 0.0) -> ModelSet:
+def traced_set(
+    traces: list[list[float]], catch_up: bool = True, row: float = 0.0, step: float = 0.0
+) -> ModelSet:
     arrays = tuple(np.asarray(t, dtype=float) for t in traces)
     rows = {(1.0, 0, 1): np.array([[a.sum(), a.size] for a in arrays])}
     return ModelSet(
@@ -29,6 +31,7 @@ def traced_set(traces: list[list[float]], catch_up: bool = True, row: float = 0.
         cost_curve=CURVES,
         catch_up=(False, catch_up),
         row_cost=np.array([0.0, row]),
+        row_step=np.array([0.0, step]),
         bootstrap=BootstrapData(rows, None, {(1.0, 0, 1): arrays}),
     )
 
@@ -38,9 +41,12 @@ def traced_set(traces: list[list[float]], catch_up: bool = True, row: float = 0.
     st.lists(st.lists(st.integers(0, 1), min_size=1, max_size=30), min_size=2, max_size=4),
     st.integers(1, 6),
     st.booleans(),
+    st.sampled_from([0.0, 0.01]),
 )
-def test_a_fixed_k_is_trace_replays_plain_sd_exactly(traces, k, catch_up):
-    ms = traced_set(traces, catch_up, row=0.03 if catch_up else 0.0)
+def test_a_fixed_k_is_trace_replays_plain_sd_exactly(traces, k, catch_up, step):
+    """A fixed length is plain SD: the schedule's replay equals the trace replay, with the
+    drafter's logit rows and a row step priced."""
+    ms = traced_set(traces, catch_up, row=0.03 if catch_up else 0.0, step=step)
     ours = replay_schedule(ms, "d", Schedule.fixed(k))
     theirs = replay(ms, ("t", "d"), [[k]])
     assert ours.speedup == pytest.approx(theirs.speedup, rel=1e-12)
