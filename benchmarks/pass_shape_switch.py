@@ -39,8 +39,8 @@ from realrun.batched import rows_per_sequence
 from realrun.hf_model import HFTokenModel
 from realrun.llamacpp_model import LlamaCppTokenModel
 from realrun.loading import load_model
+from realrun.pass_timing import grid
 from realrun.pipeline import cpu_description
-from realrun.timing import grid
 
 THREADS = 2
 MAX_M = 12

@@ -41,7 +41,7 @@ import numpy as np
 
 from ewif.base import validate
 from ewif.files.batch_costs import BatchCosts
-from realrun.timing import PassTiming, grid
+from realrun.pass_timing import PassTiming, grid
 
 
 class BatchedRows(Protocol):

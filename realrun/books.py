@@ -154,6 +154,7 @@ def timing_agreement(
     timed_ar_s: float | None = None,
     priced_by_ar: Collection[str] = (),
     row_seconds: Mapping[str, float] | None = None,
+    step_seconds: Mapping[str, float] | None = None,
 ) -> dict[str, dict[str, dict]]:
     """The in-run mean pass time of every model and size ``m`` (``in_run``: a results file's
     ``metadata.in_run_pass_seconds``, pooled over the methods but those named in
@@ -162,7 +163,9 @@ def timing_agreement(
     ``metadata.timing``, interpolated on its grid, all logit rows), less ``h·(m − rows)``
     where the run recorded its passes' mean logit rows (``run_rows``) and ``row_seconds``
     gives the model's priced row cost ``h`` in seconds (a catch-up drafter's,
-    :mod:`ewif.kernel.pass_cost`; then ``priced_mean_s``). ``{model: {m: {passes, run_mean_s,
+    :mod:`ewif.kernel.pass_cost`; then ``priced_mean_s``), and less ``s`` times the share of
+    them that returned one row where ``step_seconds`` gives its row step ``s`` and the run
+    recorded that share (``one_row_share``). ``{model: {m: {passes, run_mean_s,
     timed_mean_s, error, …}}}`` with ``error = run/priced − 1``, for sizes with at least
     :data:`MIN_PASSES` passes. Given the seconds of one AR token in the run (``run_ar_s``)
     and in the measuring phase (``timed_ar_s``), also ``relative_error``: the same comparison
@@ -174,17 +177,19 @@ def timing_agreement(
             continue
         for model, by_m in per_model.items():
             for size, v in by_m.items():
-                total = pooled.setdefault(model, {}).setdefault(int(size), [0, 0.0, 0.0])
+                total = pooled.setdefault(model, {}).setdefault(int(size), [0, 0.0, 0.0, 0.0])
                 total[0] += v["passes"]
                 total[1] += v["passes"] * v["mean_s"]
                 total[2] += v["passes"] * v["rows"] if "rows" in v else math.nan
+                total[3] += v["passes"] * v.get("one_row_share", 0.0)
     out: dict[str, dict[str, dict]] = {}
     for model, by_m in pooled.items():
         grid = timing.get(model) or {}
         if "m" not in grid:
             continue
         h = (row_seconds or {}).get(model, 0.0)
-        for size, (passes, seconds, rows) in sorted(by_m.items()):
+        step = (step_seconds or {}).get(model, 0.0)
+        for size, (passes, seconds, rows, ones) in sorted(by_m.items()):
             if passes < MIN_PASSES or size > grid["m"][-1]:
                 continue
             run = seconds / passes
@@ -193,8 +198,9 @@ def timing_agreement(
             priced = timed
             if math.isfinite(rows):
                 row["run_rows"] = rows / passes
-                if h:
-                    priced = row["priced_mean_s"] = timed - h * (size - row["run_rows"])
+                if h or step:
+                    saved = h * (size - row["run_rows"]) + step * ones / passes * (size >= 2)
+                    priced = row["priced_mean_s"] = timed - saved
             row["error"] = run / priced - 1.0
             if run_ar_s and timed_ar_s:
                 row["relative_error"] = (run / run_ar_s) / (priced / timed_ar_s) - 1.0

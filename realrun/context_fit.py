@@ -37,7 +37,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ewif.files.context_cost import ContextCost
-from realrun.timing import FamilyTiming
+from realrun.pass_timing import FamilyTiming
 
 #: Fewest tokens between the shortest and the longest timed context for a fit.
 MIN_SPAN = 32

@@ -33,14 +33,15 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from ewif.base import validate
+from ewif.base.row_cost import max_row_cost, max_row_step
 from ewif.files.bootstrap_data import BootstrapData
 from ewif.files.model_set import ModelSet
-from ewif.kernel.pass_cost import max_row_cost
 from realrun.acceptance import Acceptance, measure_acceptance
 from realrun.ar import ar_timer
 from realrun.context_fit import fit_context_cost
+from realrun.pass_timing import FamilyTiming, PassTiming
 from realrun.rank_measure import RANKS
-from realrun.timing import ARTimer, FamilyTiming, PassTiming, time_family, time_proposer
+from realrun.timing import ARTimer, time_family, time_proposer
 from realrun.vocabulary import check_logit_width
 from simulate.decoder.interface import Proposer, TokenModel
 from simulate.decoder.sampling import Decoding
@@ -98,38 +99,42 @@ class Costs:
 
     @property
     def row_cost(self) -> np.ndarray:
-        """``h_i`` in the curves' unit: what one logit row adds to each drafter's pass
-        (:meth:`realrun.timing.FamilyTiming.row_seconds`; a catch-up position returns none,
-        :mod:`ewif.kernel.pass_cost`), 0 for the target, a proposer and a drafter not timed so.
-        A measurement outside what the curve admits — a negative paired difference (a row
-        cheaper than the timing's noise), or one above :func:`ewif.kernel.pass_cost.max_row_cost`
-        (a one-row pass would cost less than nothing) — is taken to that bound, and
-        :meth:`row_cost_bounds` names it."""
-        out = np.zeros(len(self.names))
-        for i, _, h, limit in self._measured_row_costs():
-            out[i] = min(max(h, 0.0), limit)
-        return out
+        """``h_i`` in the curves' unit: what each logit row beyond the second adds to each
+        drafter's pass (:meth:`realrun.timing.FamilyTiming.row_seconds`; a catch-up position
+        returns none, :mod:`ewif.kernel.pass_cost`), 0 for the target, a proposer and a drafter
+        not timed so. A measurement outside what the curve admits — a negative paired
+        difference (a row cheaper than the timing's noise), or one above
+        :func:`ewif.kernel.pass_cost.max_row_cost` (a one-row pass would cost less than
+        nothing) — is taken to that bound, and :meth:`row_cost_bounds` names it."""
+        return self._rows()[0]
+
+    @property
+    def row_step(self) -> np.ndarray:
+        """``s_i`` in the curves' unit: what the second logit row adds beyond ``h_i``
+        (:meth:`realrun.timing.FamilyTiming.row_step_seconds`), taken into ``[0, what the
+        curve admits with h_i]`` like :attr:`row_cost`; 0 where not measured."""
+        return self._rows()[1]
 
     def row_cost_bounds(self) -> dict[str, str]:
-        """The drafters whose measured row cost :attr:`row_cost` took to a bound, and why."""
-        out = {}
-        for _, name, h, limit in self._measured_row_costs():
-            if h < 0:
-                out[name] = f"measured {h:.4g} < 0: no row cost priced"
-            elif h > limit:
-                out[name] = f"measured {h:.4g} > {limit:.4g}, what the curve admits: priced at it"
-        return out
+        """The drafters whose measured row cost or step was taken to a bound, and why."""
+        return self._rows()[2]
 
-    def _measured_row_costs(self) -> list[tuple[int, str, float, float]]:
-        """``(index, name, h, limit)`` of every drafter whose row cost was timed: ``h`` in
-        the curves' unit as measured, ``limit`` what its curve admits."""
-        curves = self.curves
-        out = []
+    def _rows(self) -> tuple[np.ndarray, np.ndarray, dict[str, str]]:
+        """``(h, s, bounded)``: every drafter's row cost and row step in the curves' unit,
+        each taken to what the curve admits (``h`` first: ``h <= max_row_cost``; then
+        ``s <=`` :func:`ewif.base.row_cost.max_row_step`, no one-row pass below 0), and why."""
+        h, s = np.zeros(len(self.names)), np.zeros(len(self.names))
+        bounded: dict[str, str] = {}
         for i, name in enumerate(self.names[1:], start=1):
-            row = self.family.row_seconds(name)
-            if row is not None:
-                out.append((i, name, row[0] / self.unit_seconds, max_row_cost(curves[i])))
-        return out
+            row, step = self.family.row_seconds(name), self.family.row_step_seconds(name)
+            if row is None:
+                continue
+            curve = self.curves[i]
+            h[i] = _bounded(row[0] / self.unit_seconds, max_row_cost(curve), name, "", bounded)
+            if step is not None:
+                limit = max_row_step(curve, h[i])
+                s[i] = _bounded(step[0] / self.unit_seconds, limit, name, "step ", bounded)
+        return h, s, bounded
 
     def curve_stderr(self) -> tuple[np.ndarray, ...]:
         """Standard error of every point of :attr:`curves` (same units): a pass's and the
@@ -278,15 +283,19 @@ def assemble_model_set(
         "one autoregressive token as the run decodes it (cost_curve[0][0] = 1); passes, "
         "verify work and AR timed interleaved in rounds over the measuring contexts, m on a "
         "grid, linear in between, at the run's cache lengths, AR generating each measuring "
-        "prompt as the run does; row_cost[i] = what one logit row adds to drafter i's "
-        "two-position pass (paired, same rounds), in the same unit; proposers: seconds per "
+        "prompt as the run does; row_cost[i] = what each logit row beyond the second adds "
+        "to drafter i's pass and row_step[i] = what the second adds beyond that (its pass "
+        "over 4 positions with 1, 2 and 4 rows, paired, same rounds), in the same unit; "
+        "proposers: seconds per "
         "proposed token",
         "ar_seconds_per_token": costs.unit_seconds,
         "ar_seconds_per_token_stderr": costs.family.ar_stderr,
         "target_one_token_pass_s": costs.family.passes[names[0]].seconds[0],
         "timing": {
             name: (
-                _timing_record(t, costs.family.row_seconds(name))
+                _timing_record(
+                    t, costs.family.row_seconds(name), costs.family.row_step_seconds(name)
+                )
                 if isinstance(t, PassTiming)
                 else {"seconds_per_token": t}
             )
@@ -313,6 +322,7 @@ def assemble_model_set(
         cost_curve=curves,
         catch_up=catch_up_flags(costs),
         row_cost=costs.row_cost,
+        row_step=costs.row_step,
         context_cost=fitted[0],
         bootstrap=BootstrapData(acceptance.by_prompt(), costs.curve_stderr(), acceptance.traces())
         if len(acceptance.contexts) >= 2
@@ -405,11 +415,29 @@ def measure(
     return assemble_model_set(names, acceptance, costs, max_position=max_position)
 
 
-def _timing_record(timing: PassTiming, row: tuple[float, float] | None) -> dict:
-    """A model's ``metadata.timing`` entry: its pass timing and, for a drafter, what one
-    more logit row adds to a pass (``row_seconds`` and its standard error, as measured; the
-    model set's ``row_cost`` prices it)."""
+def _bounded(value: float, limit: float, name: str, what: str, bounded: dict[str, str]) -> float:
+    """``value`` taken into ``[0, limit]``; a value taken is named in ``bounded``."""
+    if value < 0:
+        bounded[f"{name} {what}".strip()] = f"measured {value:.4g} < 0: none priced"
+        return 0.0
+    if value > limit:
+        bounded[f"{name} {what}".strip()] = (
+            f"measured {value:.4g} > {limit:.4g}, what the curve admits: priced at it"
+        )
+        return max(limit, 0.0)
+    return value
+
+
+def _timing_record(
+    timing: PassTiming, row: tuple[float, float] | None, step: tuple[float, float] | None
+) -> dict:
+    """A model's ``metadata.timing`` entry: its pass timing and, for a drafter, what each
+    logit row beyond the second adds to a pass and what the second adds beyond that
+    (``row_seconds``, ``row_step_seconds`` and their standard errors, as measured; the model
+    set's ``row_cost`` and ``row_step`` price them)."""
     out = timing.to_dict()
     if row is not None:
         out["row_seconds"], out["row_seconds_stderr"] = row
+    if step is not None:
+        out["row_step_seconds"], out["row_step_seconds_stderr"] = step
     return out

@@ -36,7 +36,7 @@ from realrun.family import Family
 from realrun.invariance import Invariance
 from realrun.methods import recommendation_record
 from realrun.numerics_rounds import SEPARATION_Z, STOPS
-from realrun.timing import PassTiming
+from realrun.pass_timing import PassTiming
 
 #: How far each candidate's search went: its quick-look bound, its short curve, its batch
 #: invariance check, more rounds under the separation rule, or confirmed (measured until

@@ -377,23 +377,23 @@ def timing_diagnostics(results: Results, model_set: ModelSet) -> dict[str, dict]
         run_ar_s,
         timed_ar_s,
         priced_by_ar=[] if ar is None else [ar.name],
-        row_seconds=_row_seconds(model_set),
+        row_seconds=_row_seconds(model_set, model_set.row_cost),
+        step_seconds=_row_seconds(model_set, model_set.row_step),
     )
     if run_ar_s and timed_ar_s:
         out["ar_agreement"] = ar_agreement(run_ar_s, timed_ar_s)
     return out
 
 
-def _row_seconds(model_set: ModelSet) -> dict[str, float]:
-    """Each catch-up drafter's priced row cost in seconds (``row_cost`` × the unit)."""
+def _row_seconds(model_set: ModelSet, rows: object) -> dict[str, float]:
+    """Each catch-up drafter's priced ``rows`` (its row cost or row step) in seconds (× the
+    unit)."""
     unit = model_set.metadata.get("ar_seconds_per_token")
-    if model_set.row_cost is None or model_set.catch_up is None or not unit:
+    if rows is None or model_set.catch_up is None or not unit:
         return {}
     return {
         name: float(h) * unit
-        for name, h, flag in zip(
-            model_set.models, model_set.row_cost, model_set.catch_up, strict=True
-        )
+        for name, h, flag in zip(model_set.models, rows, model_set.catch_up, strict=True)
         if flag and h
     }
 

@@ -419,27 +419,28 @@ SECTIONS: tuple[Section, ...] = (
 
 
 def row_cost_lines(model_set: dict) -> list[str]:
-    """One line per drafter whose logit rows the model set prices (``row_cost``, a stored
-    model set as a mapping): the row's cost in AR tokens and as timed, with its error."""
+    """One line per drafter whose logit rows the model set prices (``row_cost`` and
+    ``row_step``, a stored model set as a mapping): the row's cost in AR tokens and as timed,
+    with its error, and the second row's step where priced."""
     timing = (model_set.get("metadata") or {}).get("timing") or {}
-    row_cost = model_set.get("row_cost")
-    if not row_cost:
-        return []
+    row_cost = model_set.get("row_cost") or []
+    steps = model_set.get("row_step") or [0.0] * len(row_cost)
     lines = []
-    for name, h in zip(model_set["models"], row_cost, strict=True):
-        if h:
-            t = timing.get(name) or {}
-            timed = (
-                f" ({1000 * t['row_seconds']:.2f} ± {1000 * t['row_seconds_stderr']:.2f} ms as "
-                "timed)"
-                if "row_seconds" in t
-                else ""
-            )
-            lines.append(
-                f"{name}: one logit row costs {h:.4f} AR tokens{timed}, taken off each "
-                "catch-up position (it returns none)"
-            )
+    for name, h, s in zip(model_set["models"], row_cost, steps, strict=bool(row_cost)):
+        t = timing.get(name) or {}
+        step = f"; the second row {s:.4f} more{_timed(t, 'row_step_seconds')}, taken off each "
+        lines += [
+            f"{name}: one logit row costs {h:.4f} AR tokens{_timed(t, 'row_seconds')}, taken "
+            "off each catch-up position (it returns none)"
+            + (step + "catch-up pass returning one row" if s else "")
+        ][: bool(h or s)]
     return lines
+
+
+def _timed(timing: Mapping[str, Any], key: str) -> str:
+    """`` (x ± se ms as timed)`` of a timing record's ``key``, or nothing."""
+    se = 1000 * timing.get(key + "_stderr", 0.0)
+    return f" ({1000 * timing[key]:.2f} ± {se:.2f} ms as timed)" if key in timing else ""
 
 
 def wall_time_lines(split: Mapping[str, WallSplit | Mapping[str, Any]]) -> list[str]:

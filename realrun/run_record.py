@@ -169,7 +169,8 @@ def _counted_passes(methods: list[Method], tallies: Mapping[str, MethodTally]) -
 
 def _in_run_pass_seconds(methods: list[Method], tallies: Mapping[str, MethodTally]) -> dict:
     """``metadata.in_run_pass_seconds``: per method, model and size m, the passes, their
-    mean and median wall time and the mean logit rows they returned."""
+    mean and median wall time, the mean logit rows they returned and the share that returned
+    one."""
     out = {}
     for m in methods:
         t = tallies[m.name]
@@ -182,6 +183,8 @@ def _in_run_pass_seconds(methods: list[Method], tallies: Mapping[str, MethodTall
                     "mean_s": float(np.mean(v)),
                     "median_s": float(np.median(v)),
                     "rows": t.counted_rows[model][size] / t.counted[model][size],
+                    "one_row_share": t.counted_one_row.get(model, {}).get(size, 0)
+                    / t.counted[model][size],
                 }
                 for size, v in sorted(by_m.items())
             }

@@ -23,6 +23,7 @@ class PromptRun:
     counted_rows: dict[str, Counter[int]] = field(default_factory=dict)
     stats: CascadeStats | None = None
     pass_seconds: dict[str, dict[int, list[float]]] = field(default_factory=dict)
+    counted_one_row: dict[str, Counter[int]] = field(default_factory=dict)
 
 
 @dataclass
@@ -35,6 +36,7 @@ class MethodTally:
     weighted_cost: float = 0.0
     counted: dict[str, Counter[int]] = field(default_factory=dict)  # model -> passes by m
     counted_rows: dict[str, Counter[int]] = field(default_factory=dict)  # -> their logit rows
+    counted_one_row: dict[str, Counter[int]] = field(default_factory=dict)  # -> with one row
     pass_seconds: dict[str, dict[int, list[float]]] = field(default_factory=dict)
     stats: CascadeStats | None = None
     outputs: list[list[int]] = field(default_factory=list)
@@ -48,6 +50,8 @@ class MethodTally:
             self.counted.setdefault(model, Counter()).update(sizes)
         for model, rows in run.counted_rows.items():
             self.counted_rows.setdefault(model, Counter()).update(rows)
+        for model, ones in run.counted_one_row.items():
+            self.counted_one_row.setdefault(model, Counter()).update(ones)
         for model, by_m in run.pass_seconds.items():
             for size, values in by_m.items():
                 self.pass_seconds.setdefault(model, {}).setdefault(size, []).extend(values)

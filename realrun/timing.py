@@ -18,7 +18,7 @@ run pays them, in **rounds**:
 * the rounds cycle through the measuring prompts, and a round's context is its prompt and a
   uniformly drawn part of its continuation, so the cache lengths are the run's (a run's
   passes fall anywhere between the prompt and the end of its generation), not one
-  context's (:attr:`FamilyTiming.contexts` keeps each round's length);
+  context's (``FamilyTiming.contexts`` keeps each round's length);
 * within a round every ``(model, m)`` pass and one autoregressive generation are timed in
   one shuffled order, so the models' passes **interleave** as a cascade interleaves them
   and a drift of the machine's speed during the measurement hits every model and every
@@ -26,14 +26,14 @@ run pays them, in **rounds**:
   straight into their cost ratio);
 * after each of the target's passes the decoder's own work on its ``m`` logit rows — the
   verify step of :mod:`simulate.decoder.verify` (greedy: argmax; sampling: the decoding's
-  distribution and speculative sampling) — is timed too (:attr:`FamilyTiming.decoder`);
+  distribution and speculative sampling) — is timed too (``FamilyTiming.decoder``);
 * the **autoregressive reference** is timed **as the run decodes it**: each round, the
   run's own AR method (:mod:`realrun.ar`: transformers' ``generate`` or our decoder with the
   target alone) generates the round's measuring prompt from its prompt, up to the run's
   ``max_new_tokens`` (``ar_tokens``) and its EOS, prompt prefill excluded — the call the run
   makes for every held-out prompt. Its seconds per token over the rounds, ``Σ s / Σ tokens``
   as the run computes it, are the unit of every cost curve
-  (:attr:`FamilyTiming.ar_seconds_per_token`), so what AR pays beyond a bare one-token pass
+  (``FamilyTiming.ar_seconds_per_token``), so what AR pays beyond a bare one-token pass
   (its loop, its sampler, ``generate``'s setup once per prompt) is priced as the run pays
   it. The earlier reference decoded 16 tokens after the end of each continuation: a
   context the run never decodes from (after an EOS when the answer had ended, where
@@ -52,7 +52,7 @@ heavy-tailed pass-time distribution, which its median under-prices (by 10 % and 
 shared virtual machine, and not by the same factor at every ``m``); the fastest repeat
 under-prices it further. The grid is dense up to 6 and sparser beyond (:func:`grid`); the
 dense curve ``m = 1..max_m`` is the linear interpolation between grid points
-(:meth:`PassTiming.dense`). ewif extends a curve beyond its last point linearly through its
+(``PassTiming.dense``). ewif extends a curve beyond its last point linearly through its
 last two points (never downwards). :func:`time_passes` is the one-model case on one
 context (the numerics search's quick bound).
 
@@ -64,9 +64,14 @@ Logit rows. A pass computes the LM head only for the rows it returns, and on a s
 with a large vocabulary that head is a sizeable part of a pass (Qwen2.5 0.5B, 152k tokens:
 one row is 4–7.5 % of its two-position pass on llama.cpp). Every curve is timed with all
 ``m`` rows, as ewif prices it (:mod:`ewif.kernel.pass_cost`, "Logit rows"), and each drafter's
-two-position pass once more with one row, paired in the same round: the difference is its
-row cost ``h`` (:meth:`FamilyTiming.row_seconds`), which ewif takes off a catch-up drafter's
-pass per position that returns no row.
+pass over ``M = min(ROWS_M, max m)`` positions once more with one row and with
+two, paired in the same round. The rows' cost is not a line: on llama.cpp on an AMD EPYC the
+second row costs 7–9 ms of the 0.5B's Q8_0 head and the third and fourth almost nothing
+(``benchmarks/row_cost_shapes.py``), so ewif prices rows as a step and a slope — the second
+row ``s + h``, every further row ``h`` — and the three passes give both per round:
+``h = (t(M, M) − t(M, 2))/(M − 2)`` (``FamilyTiming.row_seconds``) and
+``s = t(M, 2) − t(M, 1) − h`` (``FamilyTiming.row_step_seconds``). With ``M = 2`` only
+``s + h`` is timed: it is priced as ``h``, with no step, as before.
 """
 
 from __future__ import annotations
@@ -74,11 +79,11 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 
 import numpy as np
 
 from ewif.base import validate
+from realrun.pass_timing import FamilyTiming, PassTiming, grid
 from simulate.decoder.interface import Proposer, TokenModel
 from simulate.decoder.sampling import Decoding
 from simulate.decoder.verify import greedy_verify, speculative_verify
@@ -87,75 +92,9 @@ from simulate.decoder.verify import greedy_verify, speculative_verify
 #: excluded): ``(context, n) -> (tokens decoded, seconds)`` (:mod:`realrun.ar`).
 ARTimer = Callable[[Sequence[int], int], tuple[int, float]]
 
-_DENSE_UP_TO = 6
-
-
-def grid(max_m: int) -> tuple[int, ...]:
-    """The timed ``m`` values: ``1..6`` densely, then every 2 up to 12, every 4 up to 32,
-    every 8 beyond; ``max_m`` always included."""
-    max_m = validate.count("max_m", max_m, minimum=1)
-    points = set(range(1, min(max_m, _DENSE_UP_TO) + 1))
-    m = _DENSE_UP_TO
-    while m < max_m:
-        m += 2 if m < 12 else 4 if m < 32 else 8
-        points.add(min(m, max_m))
-    return tuple(sorted(points))
-
-
-@dataclass(frozen=True)
-class PassTiming:
-    """Mean seconds of one pass per timed ``m`` (``m`` ascending, starting at 1), with the
-    standard error of each mean and the median (empty when not measured); ``samples`` keeps
-    the repeated pass times behind them (not stored in files), so that more rounds can be
-    added later (:meth:`merged`)."""
-
-    m: tuple[int, ...]
-    seconds: tuple[float, ...]
-    stderr: tuple[float, ...] = ()
-    median: tuple[float, ...] = ()
-    samples: tuple[tuple[float, ...], ...] = field(default=(), repr=False, compare=False)
-
-    @classmethod
-    def of(cls, m: Sequence[int], samples: Sequence[Sequence[float]]) -> PassTiming:
-        """From the repeated pass times ``samples[i]`` of ``m[i]`` (seconds, >= 0)."""
-        if len(m) != len(samples):
-            raise ValueError(f"need one list of pass times per m ({len(m)}), got {len(samples)}")
-        means, errors, medians = [], [], []
-        for size, values in zip(m, samples, strict=True):
-            v = np.asarray(values, dtype=float)
-            if v.size == 0 or not np.isfinite(v).all() or (v < 0).any():
-                raise ValueError(
-                    f"pass times at m = {size} must be a non-empty list of seconds "
-                    f">= 0, got {list(values)!r}"
-                )
-            means.append(float(v.mean()))
-            errors.append(float(v.std(ddof=1) / np.sqrt(v.size)) if v.size > 1 else 0.0)
-            medians.append(float(np.median(v)))
-        kept = tuple(tuple(float(x) for x in values) for values in samples)
-        return cls(tuple(int(x) for x in m), tuple(means), tuple(errors), tuple(medians), kept)
-
-    def merged(self, other: PassTiming) -> PassTiming:
-        """The timing of both measurements' repeats together (same ``m`` grid, both with
-        their samples): more rounds of the same passes."""
-        if self.m != other.m or not self.samples or not other.samples:
-            raise ValueError(
-                f"can merge only timings of one m grid that keep their samples, got m = "
-                f"{list(self.m)} and {list(other.m)}"
-            )
-        pooled = [a + b for a, b in zip(self.samples, other.samples, strict=True)]
-        return PassTiming.of(self.m, pooled)
-
-    def dense(self) -> np.ndarray:
-        """Seconds for ``m = 1..max(m)``, linearly interpolated between timed points."""
-        return np.interp(np.arange(1, self.m[-1] + 1), self.m, self.seconds)
-
-    def to_dict(self) -> dict:
-        out = {"m": list(self.m), "seconds": list(self.seconds)}
-        if self.stderr:
-            out["stderr_seconds"] = list(self.stderr)
-        if self.median:
-            out["median_seconds"] = list(self.median)
-        return out
+#: Positions of the drafters' passes with one and two logit rows (module docstring; the
+#: records, ``FamilyTiming`` and ``PassTiming``, are in :mod:`realrun.pass_timing`).
+ROWS_M = 4
 
 
 def time_passes(
@@ -202,92 +141,6 @@ def time_passes(
 #: Times something else in every round of :func:`time_family`, from the round's
 #: ``(prompt, continuation)``: ``-> (tokens, seconds)`` (a benchmark's second reference).
 Probe = Callable[[Sequence[int], Sequence[int]], tuple[int, float]]
-
-
-@dataclass(frozen=True)
-class FamilyTiming:
-    """What :func:`time_family` measured: every neural model's pass timing by ``m``, the
-    decoder's work after a target pass returning ``m`` rows (None for a family without a
-    timed target), the autoregressive reference per round (tokens, seconds), and every
-    drafter's two-position pass returning one row (``one_row``: seconds per round; the
-    curve's returns both, module docstring). ``contexts``: each round's cached context
-    length of the passes; ``ar_contexts``: each round's prompt length, where its
-    autoregressive generation started; ``probes``: any extra timed items per round
-    (name -> (tokens, seconds) per round)."""
-
-    passes: dict[str, PassTiming]
-    decoder: PassTiming | None
-    ar_tokens: tuple[int, ...]
-    ar_seconds: tuple[float, ...]
-    one_row: dict[str, tuple[float, ...]] = field(default_factory=dict)
-    contexts: tuple[int, ...] = ()
-    ar_contexts: tuple[int, ...] = ()
-    probes: dict[str, tuple[tuple[int, ...], tuple[float, ...]]] = field(default_factory=dict)
-
-    def row_seconds(self, name: str) -> tuple[float, float] | None:
-        """``(h, se)``: what one more logit row adds to drafter ``name``'s pass — the curve's
-        two-position pass (two rows) against the same pass with one, over the same rounds
-        (mean of the paired differences and its standard error); None when not timed."""
-        one = self.one_row.get(name)
-        timing = self.passes.get(name)
-        if not one or timing is None or 2 not in timing.m or not timing.samples:
-            return None
-        both = timing.samples[timing.m.index(2)]
-        diff = np.asarray(both[: len(one)], dtype=float) - np.asarray(one, dtype=float)
-        se = float(diff.std(ddof=1) / np.sqrt(diff.size)) if diff.size > 1 else 0.0
-        return float(diff.mean()), se
-
-    @property
-    def ar_seconds_per_token(self) -> float:
-        """Seconds per token of the autoregressive reference over all rounds (the unit of
-        the cost curves): ``Σ seconds / Σ tokens``, as a run computes tokens/s."""
-        return per_token(self.ar_tokens, self.ar_seconds)[0]
-
-    @property
-    def ar_stderr(self) -> float:
-        """Standard error of :attr:`ar_seconds_per_token` over rounds (ratio estimator)."""
-        return per_token(self.ar_tokens, self.ar_seconds)[1]
-
-    def merged(self, other: FamilyTiming) -> FamilyTiming:
-        """Both measurements' rounds together (same models and grid)."""
-        if list(self.passes) != list(other.passes):
-            raise ValueError(
-                f"can merge only timings of the same models, got {list(self.passes)} and "
-                f"{list(other.passes)}"
-            )
-        decoder = (
-            self.decoder.merged(other.decoder)
-            if self.decoder is not None and other.decoder is not None
-            else None
-        )
-        probes = {
-            name: (n + other.probes[name][0], s + other.probes[name][1])
-            for name, (n, s) in self.probes.items()
-            if name in other.probes
-        }
-        return FamilyTiming(
-            {name: t.merged(other.passes[name]) for name, t in self.passes.items()},
-            decoder,
-            self.ar_tokens + other.ar_tokens,
-            self.ar_seconds + other.ar_seconds,
-            {name: rounds + other.one_row.get(name, ()) for name, rounds in self.one_row.items()},
-            self.contexts + other.contexts,
-            self.ar_contexts + other.ar_contexts,
-            probes,
-        )
-
-
-def per_token(tokens: Sequence[int], seconds: Sequence[float]) -> tuple[float, float]:
-    """``(Σ seconds / Σ tokens, its standard error over the rounds)`` (ratio estimator)."""
-    n = np.asarray(tokens, dtype=float)
-    s = np.asarray(seconds, dtype=float)
-    if n.sum() <= 0:
-        raise ValueError("the autoregressive reference decoded no tokens while timed")
-    unit = float(s.sum() / n.sum())
-    if n.size < 2:
-        return unit, 0.0
-    resid = s - unit * n
-    return unit, float(np.sqrt((resid**2).sum() / (n.size - 1) / n.size) / n.mean())
 
 
 def time_family(
@@ -360,7 +213,11 @@ class _Rounds:
         self.seconds: dict[tuple[int, int], list[float]] = {
             (i, m): [] for i in range(len(models)) for m in ms
         }
-        self.one_row: dict[int, list[float]] = {i: [] for i in range(1, len(models)) if 2 in ms}
+        self.rows_m = max((m for m in ms if m <= ROWS_M), default=1)
+        drafters = range(1, len(models)) if self.rows_m >= 2 else ()
+        self.few_rows: dict[tuple[int, int], list[float]] = {
+            (i, r): [] for i in drafters for r in (1, 2) if r < self.rows_m
+        }
         self.verify: dict[int, list[float]] = {m: [] for m in ms}
         self.ar_n: list[int] = []
         self.ar_s: list[float] = []
@@ -374,7 +231,7 @@ class _Rounds:
         ctx = prompt + continuation[: self.rng.randint(0, len(continuation))]
         self._at_context(ctx)  # prefill outside the clock, as a run does
         order: list[tuple] = [("pass", i, m, m) for i in range(len(self.models)) for m in self.ms]
-        order += [("pass", i, 2, 1) for i in self.one_row]
+        order += [("pass", i, self.rows_m, r) for i, r in self.few_rows]
         order += [("ar",), *(("probe", name) for name in self.probes)]
         self.rng.shuffle(order)
         done = {}
@@ -415,7 +272,7 @@ class _Rounds:
                 self.probed[item[1]][0].append(int(first))
                 self.probed[item[1]][1].append(float(second))
             elif item[3] != item[2]:
-                self.one_row[item[1]].append(first)
+                self.few_rows[(item[1], item[3])].append(first)
             else:
                 self.seconds[item[1:3]].append(first)
                 if second is not None:
@@ -431,10 +288,12 @@ class _Rounds:
             PassTiming.of(self.ms, [self.verify[m] for m in self.ms]),
             tuple(self.ar_n),
             tuple(self.ar_s),
-            {self.models[i].name: tuple(v) for i, v in self.one_row.items()},
+            {self.models[i].name: tuple(v) for (i, r), v in self.few_rows.items() if r == 1},
             tuple(self.contexts),
             tuple(self.ar_contexts),
             {n: (tuple(v[0]), tuple(v[1])) for n, v in self.probed.items()},
+            {self.models[i].name: tuple(v) for (i, r), v in self.few_rows.items() if r == 2},
+            self.rows_m,
         )
 
 

@@ -27,8 +27,8 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from ewif.base import validate
+from realrun.pass_timing import PassTiming, grid
 from realrun.prompts import encode
-from realrun.timing import PassTiming, grid
 
 if TYPE_CHECKING:
     from ewif.files.model_set import ModelSet

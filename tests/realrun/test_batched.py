@@ -10,7 +10,7 @@ import pytest
 
 from realrun.batched import BatchedTiming, TransformersRows, batch_costs, time_batched
 from realrun.hf_model import HFTokenModel
-from realrun.timing import PassTiming, grid
+from realrun.pass_timing import PassTiming, grid
 
 
 class FakeRows:

@@ -9,7 +9,7 @@ import math
 import pytest
 
 from realrun import books
-from realrun.timing import PassTiming
+from realrun.pass_timing import PassTiming
 
 
 def test_pass_summary_and_its_bad_input():
@@ -127,6 +127,12 @@ def test_timing_agreement_prices_the_runs_logit_rows():
     assert drafter["relative_error"] == pytest.approx(0.0, abs=1e-12)
     target = got["t"]["3"]
     assert target["run_rows"] == 3.0 and "priced_mean_s" not in target
+    # a row step s is taken off the share of passes that returned one row (here a half)
+    in_run["CSD"]["d"]["3"]["one_row_share"] = 0.5
+    stepped = books.timing_agreement(
+        in_run, timing, 0.1, 0.1, row_seconds={"d": 0.005}, step_seconds={"d": 0.008}
+    )["d"]["3"]
+    assert stepped["priced_mean_s"] == pytest.approx(0.0625 - 0.005 * 1.5 - 0.008 * 0.5)
     unpriced = books.timing_agreement(in_run, timing)["d"]["3"]
     assert (
         unpriced["error"] == pytest.approx(0.055 / 0.0625 - 1) and "priced_mean_s" not in unpriced

@@ -28,7 +28,7 @@ from realrun.numerics_rounds import (
 )
 from realrun.numerics_settings import SearchSettings
 from realrun.numerics_trials import EXCLUSIONS, summary
-from realrun.timing import FamilyTiming, per_token
+from realrun.pass_timing import FamilyTiming, per_token
 from simulate.decoder.sampling import Decoding
 
 TOKENS = 32

@@ -10,6 +10,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
+from ewif.base.row_cost import max_row_step
 from ewif.files.model_set import ModelSet
 from ewif.search.recommendation import recommend
 from realrun import books
@@ -165,6 +166,15 @@ def test_timing_diagnostics_leave_the_ar_methods_passes_to_the_ar_reference(
     else:
         assert model_set.row_cost[1] * unit == pytest.approx(max(timed["row_seconds"], 0.0))
     assert model_set.row_cost[0] == 0.0
+    # the second row's step: timed paired (one row and two at m = 4), within what the curve
+    # admits with the row cost
+    step = model_set.metadata["timing"][drafter]
+    assert step["row_step_seconds_stderr"] >= 0 and math.isfinite(step["row_step_seconds"])
+    s = model_set.row_step[1]
+    assert 0.0 <= s <= max_row_step(model_set.cost_curve[1], model_set.row_cost[1]) + 1e-12
+    if f"{drafter} step" not in model_set.metadata.get("row_cost_bounded", {}):
+        assert s * unit == pytest.approx(step["row_step_seconds"])
+    assert model_set.row_step[0] == 0.0
     for size, v in got[drafter].items():
         assert v["run_rows"] == 1.0
         if model_set.row_cost[1]:  # priced at one row: the timed pass less its other rows

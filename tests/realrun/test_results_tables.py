@@ -99,3 +99,29 @@ def test_an_interval_holding_one_warns_to_measure_more_prompts():
     assert "measure more prompts" in report
     run = results_io.load(DATA / "cpu_results_qwen.json")  # [0.75, 0.93]: settled, 16 prompts
     assert "measure more prompts" not in tables.format_results(run)
+
+
+def test_row_cost_lines_name_the_second_rows_step_where_priced():
+    model_set = {
+        "models": ["t", "d", "mag"],
+        "row_cost": [0.0, 0.004, 0.0],
+        "row_step": [0.0, 0.05, 0.0],
+        "metadata": {
+            "timing": {
+                "d": {
+                    "row_seconds": 0.0009,
+                    "row_seconds_stderr": 0.0001,
+                    "row_step_seconds": 0.0086,
+                    "row_step_seconds_stderr": 0.0004,
+                }
+            }
+        },
+    }
+    (line,) = tables.row_cost_lines(model_set)
+    assert line == (
+        "d: one logit row costs 0.0040 AR tokens (0.90 ± 0.10 ms as timed), taken off each "
+        "catch-up position (it returns none); the second row 0.0500 more (8.60 ± 0.40 ms as "
+        "timed), taken off each catch-up pass returning one row"
+    )
+    del model_set["row_step"]  # an older file: no step, the line as before
+    assert tables.row_cost_lines(model_set)[0].endswith("(it returns none)")

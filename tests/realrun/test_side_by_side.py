@@ -97,12 +97,11 @@ def test_results_file_round_trip_and_consistency(results, tmp_path):
 @pytest.mark.parametrize("step", [0.0, 0.5])
 def test_swi_is_recomputed_from_counted_passes(setup, tiny_prompts, step):
     models, ms = setup
-    if step:  # a row step of half what the drafter's curve admits
-        near = ms.index("near")
-        s = step * max_row_step(ms.cost_curve[near], ms.row_cost[near])
-        steps = np.zeros(len(ms.models))
-        steps[near] = s
-        ms = dataclasses.replace(ms, row_step=steps)
+    # no row step, or one of half what the drafter's curve admits (not the one measured)
+    near = ms.index("near")
+    steps = np.zeros(len(ms.models))
+    steps[near] = step * max_row_step(ms.cost_curve[near], ms.row_cost[near])
+    ms = dataclasses.replace(ms, row_step=steps)
     method = cascade_method("SD near", "sd", ("target", "near"), [[3]])
     res = run_side_by_side(
         [method], models, tiny_prompts[:1], model_set=ms, max_new_tokens=NEW, progress=False

@@ -8,10 +8,11 @@ import pytest
 
 from realrun import timing
 from realrun.measure import Costs, relative_curves
-from realrun.timing import FamilyTiming, PassTiming, grid, time_family, time_passes
+from realrun.pass_timing import FamilyTiming, PassTiming, grid
+from realrun.timing import time_family, time_passes
 from simulate.decoder.sampling import Decoding
 
-VOCAB = 1000  # large enough that random fresh tokens never match the cache
+VOCAB = 100_000  # large enough that random fresh tokens (almost) never match the cache
 
 
 class Clock:
@@ -30,12 +31,15 @@ class Clock:
 
 class FakeModel:
     """A TokenModel whose pass over ``m`` fed positions returning ``n`` rows costs
-    ``base·(1 + 0.5·(m − 1)) + row·(n − 1)`` seconds of the fake clock; it logs
-    ``(name, len(tokens), n)`` of every call."""
+    ``base·(1 + 0.5·(m − 1)) + row·(n − 1) + step·[n >= 2]`` seconds of the fake clock; it
+    logs ``(name, len(tokens), n)`` of every call."""
 
-    def __init__(self, name: str, base: float, clock: Clock, log: list, row: float = 0.0):
+    def __init__(
+        self, name: str, base: float, clock: Clock, log: list, row: float = 0.0, step: float = 0.0
+    ):
         self.name, self.vocab_size = name, VOCAB
         self.base, self.clock, self.log, self.row = base, clock, log, row
+        self.step = step
         self.cached: list[int] = []
 
     def cost(self, m: int) -> float:
@@ -46,15 +50,18 @@ class FakeModel:
         keep = 0
         while keep < min(len(self.cached), len(tokens) - n) and self.cached[keep] == tokens[keep]:
             keep += 1
-        self.clock.spend(self.cost(len(tokens) - keep) + self.row * (n - 1))
+        self.clock.spend(self.cost(len(tokens) - keep) + self.row * (n - 1) + self.step * (n > 1))
         self.cached = tokens
         self.log.append((self.name, len(tokens), n))
         return np.zeros((n, VOCAB), dtype=np.float32)
 
 
-def family(drift: float = 0.0, row: float = 0.0):
+def family(drift: float = 0.0, row: float = 0.0, step: float = 0.0):
     clock, log = Clock(drift), []
-    models = [FakeModel("target", 1.0, clock, log), FakeModel("draft", 0.2, clock, log, row)]
+    models = [
+        FakeModel("target", 1.0, clock, log),
+        FakeModel("draft", 0.2, clock, log, row, step),
+    ]
 
     def ar(context, n):
         start = clock()
@@ -116,11 +123,13 @@ def test_every_round_times_every_pass_and_ar_once_cycling_contexts(fake_clock):
         )
         # the curve's passes return all their logit rows
         curve = [(n, m, m) for n in ("target", "draft") for m in (1, 2, 3)]
-        # and the drafter's two-position pass once more with one row (its row cost)
-        assert timed == sorted([*curve, ("draft", 2, 1)])
+        # and the drafter's widest pass up to 4 positions once more with one row and two
+        # (its row cost and row step)
+        assert timed == sorted([*curve, ("draft", 3, 1), ("draft", 3, 2)])
         assert [c for c in r if c[0] == "ar"] == [("ar", prompt, 16)]
     assert got.row_seconds("draft") == pytest.approx((0.0, 0.0), abs=1e-12)
-    assert got.row_seconds("target") is None
+    assert got.row_step_seconds("draft") == pytest.approx((0.0, 0.0), abs=1e-12)
+    assert got.row_seconds("target") is None and got.rows_m == 3
     # interleaved: in some round a draft pass comes between two target passes
     order = [
         "".join(n[0] for n, length, _ in r[2:] if n != "ar" and length > r[0][1]) for r in rounds
@@ -183,18 +192,33 @@ def test_sampling_verify_work_is_timed_and_bad_input_is_refused(fake_clock):
         _ = nothing.ar_seconds_per_token
 
 
-def test_a_drafters_row_cost_is_timed_against_its_one_row_pass(fake_clock):
-    """What one more logit row adds to a drafter's pass: the curve's two-position pass (two
-    rows) against the same pass with one, paired by round; merged timings keep their rounds."""
-    clock, _, models, ar = family(row=0.03)
+@pytest.mark.parametrize(("row", "step"), [(0.03, 0.0), (0.002, 0.03), (0.0, 0.01)])
+def test_a_drafters_row_cost_and_step_are_timed_against_its_one_and_two_row_passes(
+    fake_clock, row, step
+):
+    """What the logit rows add to a drafter's pass over 4 positions: the second row ``s + h``
+    (two rows against one), every further row ``h`` (the curve's four rows against two),
+    paired by round; merged timings keep their rounds. At a largest m of 2 only the second
+    row's whole cost is timed, as ``h``, with no step."""
+    clock, _, models, ar = family(row=row, step=step)
     fake_clock(clock)
     got = time_family(
         models, [([1] * 6, [2] * 3)], 4, ar=ar, decoding=Decoding(), rounds=3, warmup=0
     )
-    assert len(got.one_row["draft"]) == 3 and "target" not in got.one_row
+    assert len(got.one_row["draft"]) == 3 == len(got.two_rows["draft"])
+    assert "target" not in got.one_row and got.rows_m == 4
     h, se = got.row_seconds("draft")
-    assert h == pytest.approx(0.03) and se == pytest.approx(0.0, abs=1e-12)
-    assert got.merged(got).one_row["draft"] == got.one_row["draft"] * 2
+    assert h == pytest.approx(row) and se == pytest.approx(0.0, abs=1e-12)
+    assert got.row_step_seconds("draft") == pytest.approx((step, 0.0), abs=1e-12)
+    twice = got.merged(got)
+    assert twice.one_row["draft"] == got.one_row["draft"] * 2
+    assert twice.row_step_seconds("draft") == pytest.approx((step, 0.0), abs=1e-12)
+    narrow = time_family(
+        models, [([1] * 6, [2] * 3)], 2, ar=ar, decoding=Decoding(), rounds=2, warmup=0
+    )
+    assert narrow.rows_m == 2 and not narrow.two_rows
+    assert narrow.row_seconds("draft")[0] == pytest.approx(row + step)
+    assert narrow.row_step_seconds("draft") is None
 
 
 def test_a_pass_after_ar_feeds_exactly_m_positions(fake_clock):
