@@ -88,9 +88,9 @@ class FamilyTiming:
     """What :func:`time_family` measured: every neural model's pass timing by ``m``, the
     decoder's work after a target pass returning ``m`` rows (None for a family without a
     timed target), the autoregressive reference per round (tokens, seconds), and every
-    drafter's pass over ``rows_m`` positions returning one row and two (``one_row``,
-    ``two_rows``: seconds per round; the curve's returns all, :mod:`realrun.timing`; at
-    ``rows_m = 2`` the curve's pass is the two-row one). ``contexts``: each round's cached context
+    drafter's pass over ``rows_m`` positions returning ``r`` rows for ``r`` in 1, 2 and
+    ``rows_m`` (``rows[name][r]``: the mean seconds of its repeats in each round,
+    :mod:`realrun.timing`). ``contexts``: each round's cached context
     length of the passes; ``ar_contexts``: each round's prompt length, where its
     autoregressive generation started; ``probes``: any extra timed items per round
     (name -> (tokens, seconds) per round)."""
@@ -99,11 +99,10 @@ class FamilyTiming:
     decoder: PassTiming | None
     ar_tokens: tuple[int, ...]
     ar_seconds: tuple[float, ...]
-    one_row: dict[str, tuple[float, ...]] = field(default_factory=dict)
+    rows: dict[str, dict[int, tuple[float, ...]]] = field(default_factory=dict)
     contexts: tuple[int, ...] = ()
     ar_contexts: tuple[int, ...] = ()
     probes: dict[str, tuple[tuple[int, ...], tuple[float, ...]]] = field(default_factory=dict)
-    two_rows: dict[str, tuple[float, ...]] = field(default_factory=dict)
     rows_m: int = 2
 
     def row_seconds(self, name: str) -> tuple[float, float] | None:
@@ -131,16 +130,11 @@ class FamilyTiming:
     def _paired(self, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
         """Drafter ``name``'s passes over :attr:`rows_m` positions with one row, two rows
         and all, round by round (None when not timed)."""
-        one = self.one_row.get(name)
-        timing = self.passes.get(name)
-        m = self.rows_m
-        if not one or timing is None or m not in timing.m or not timing.samples:
+        by_rows = self.rows.get(name) or {}
+        if not by_rows.get(1):
             return None
-        full = np.asarray(timing.samples[timing.m.index(m)][: len(one)], dtype=float)
-        two = np.asarray(self.two_rows.get(name, ())[: len(one)], dtype=float) if m > 2 else full
-        if two.size != len(one):
-            return None
-        return np.asarray(one, dtype=float), two, full
+        one, two, full = (np.asarray(by_rows[r], dtype=float) for r in (1, 2, self.rows_m))
+        return one, two, full
 
     @property
     def ar_seconds_per_token(self) -> float:
@@ -175,11 +169,13 @@ class FamilyTiming:
             decoder,
             self.ar_tokens + other.ar_tokens,
             self.ar_seconds + other.ar_seconds,
-            {name: rounds + other.one_row.get(name, ()) for name, rounds in self.one_row.items()},
+            {
+                name: {r: v + other.rows[name][r] for r, v in by_rows.items()}
+                for name, by_rows in self.rows.items()
+            },
             self.contexts + other.contexts,
             self.ar_contexts + other.ar_contexts,
             probes,
-            {n: rounds + other.two_rows.get(n, ()) for n, rounds in self.two_rows.items()},
             self.rows_m,
         )
 

@@ -64,8 +64,9 @@ Logit rows. A pass computes the LM head only for the rows it returns, and on a s
 with a large vocabulary that head is a sizeable part of a pass (Qwen2.5 0.5B, 152k tokens:
 one row is 4–7.5 % of its two-position pass on llama.cpp). Every curve is timed with all
 ``m`` rows, as ewif prices it (:mod:`ewif.kernel.pass_cost`, "Logit rows"), and each drafter's
-pass over ``M = min(ROWS_M, max m)`` positions once more with one row and with
-two, paired in the same round. The rows' cost is not a line: on llama.cpp on an AMD EPYC the
+pass over ``M = min(ROWS_M, max m)`` positions with one row, two and all ``M``,
+:data:`ROW_REPEATS` times each in every round (one row differs by a few ms on passes that
+scatter by more), paired by round. The rows' cost is not a line: on llama.cpp on an AMD EPYC the
 second row costs 7–9 ms of the 0.5B's Q8_0 head and the third and fourth almost nothing
 (``benchmarks/row_cost_shapes.py``), so ewif prices rows as a step and a slope — the second
 row ``s + h``, every further row ``h`` — and the three passes give both per round:
@@ -95,6 +96,9 @@ ARTimer = Callable[[Sequence[int], int], tuple[int, float]]
 #: Positions of the drafters' passes with one and two logit rows (module docstring; the
 #: records, ``FamilyTiming`` and ``PassTiming``, are in :mod:`realrun.pass_timing`).
 ROWS_M = 4
+#: Timings per round of each of those passes (and of the all-rows one beside them): a row
+#: differs by a few ms on passes that scatter by more from round to round.
+ROW_REPEATS = 3
 
 
 def time_passes(
@@ -215,8 +219,8 @@ class _Rounds:
         }
         self.rows_m = max((m for m in ms if m <= ROWS_M), default=1)
         drafters = range(1, len(models)) if self.rows_m >= 2 else ()
-        self.few_rows: dict[tuple[int, int], list[float]] = {
-            (i, r): [] for i in drafters for r in (1, 2) if r < self.rows_m
+        self.row_means: dict[tuple[int, int], list[float]] = {
+            (i, r): [] for i in drafters for r in sorted({1, 2, self.rows_m})
         }
         self.verify: dict[int, list[float]] = {m: [] for m in ms}
         self.ar_n: list[int] = []
@@ -226,12 +230,15 @@ class _Rounds:
         self.probed: dict[str, tuple[list[int], list[float]]] = {n: ([], []) for n in probes}
 
     def run(self, prompt: list[int], continuation: list[int], keep: bool) -> None:
-        """One round: the curve's passes (all rows), each drafter's one-row two-position
-        pass, the autoregressive generation and the probes, in one shuffled order."""
+        """One round: the curve's passes (all rows), each drafter's passes over ``rows_m``
+        positions with 1, 2 and all rows (:data:`ROW_REPEATS` each), the autoregressive
+        generation and the probes, in one shuffled order."""
         ctx = prompt + continuation[: self.rng.randint(0, len(continuation))]
         self._at_context(ctx)  # prefill outside the clock, as a run does
         order: list[tuple] = [("pass", i, m, m) for i in range(len(self.models)) for m in self.ms]
-        order += [("pass", i, self.rows_m, r) for i, r in self.few_rows]
+        order += [
+            ("pass", i, self.rows_m, r, k) for i, r in self.row_means for k in range(ROW_REPEATS)
+        ]
         order += [("ar",), *(("probe", name) for name in self.probes)]
         self.rng.shuffle(order)
         done = {}
@@ -252,7 +259,7 @@ class _Rounds:
             return self.ar(prompt, self.ar_tokens)
         if item[0] == "probe":
             return self.probes[item[1]](prompt, continuation)
-        _, i, m, rows = item
+        _, i, m, rows = item[:4]
         tokens = ctx + [self.rng.randrange(self.models[0].vocab_size) for _ in range(m)]
         start = time.perf_counter()
         logits = self.models[i].logits(tokens, rows)
@@ -264,6 +271,7 @@ class _Rounds:
     def _record(self, done: dict, context: int, prompt: int) -> None:
         self.contexts.append(context)
         self.ar_contexts.append(prompt)
+        repeats: dict[tuple[int, int], list[float]] = {key: [] for key in self.row_means}
         for item, (first, second) in done.items():
             if item[0] == "ar":
                 self.ar_n.append(int(first))
@@ -271,14 +279,19 @@ class _Rounds:
             elif item[0] == "probe":
                 self.probed[item[1]][0].append(int(first))
                 self.probed[item[1]][1].append(float(second))
-            elif item[3] != item[2]:
-                self.few_rows[(item[1], item[3])].append(first)
+            elif len(item) == 5:  # a drafter's pass with 1, 2 or all rows
+                repeats[(item[1], item[3])].append(first)
             else:
                 self.seconds[item[1:3]].append(first)
                 if second is not None:
                     self.verify[item[2]].append(second)
+        for key, values in repeats.items():
+            self.row_means[key].append(float(np.mean(values)))
 
     def timing(self) -> FamilyTiming:
+        rows: dict[str, dict[int, tuple[float, ...]]] = {}
+        for (i, r), v in self.row_means.items():
+            rows.setdefault(self.models[i].name, {})[r] = tuple(v)
         passes = {
             model.name: PassTiming.of(self.ms, [self.seconds[(i, m)] for m in self.ms])
             for i, model in enumerate(self.models)
@@ -288,11 +301,10 @@ class _Rounds:
             PassTiming.of(self.ms, [self.verify[m] for m in self.ms]),
             tuple(self.ar_n),
             tuple(self.ar_s),
-            {self.models[i].name: tuple(v) for (i, r), v in self.few_rows.items() if r == 1},
+            rows,
             tuple(self.contexts),
             tuple(self.ar_contexts),
             {n: (tuple(v[0]), tuple(v[1])) for n, v in self.probed.items()},
-            {self.models[i].name: tuple(v) for (i, r), v in self.few_rows.items() if r == 2},
             self.rows_m,
         )
 

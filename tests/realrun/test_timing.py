@@ -123,9 +123,10 @@ def test_every_round_times_every_pass_and_ar_once_cycling_contexts(fake_clock):
         )
         # the curve's passes return all their logit rows
         curve = [(n, m, m) for n in ("target", "draft") for m in (1, 2, 3)]
-        # and the drafter's widest pass up to 4 positions once more with one row and two
-        # (its row cost and row step)
-        assert timed == sorted([*curve, ("draft", 3, 1), ("draft", 3, 2)])
+        # and the drafter's widest pass up to 4 positions with one row, two and all, three
+        # times each (its row cost and row step)
+        rows = [("draft", 3, r) for r in (1, 2, 3)] * 3
+        assert timed == sorted([*curve, *rows])
         assert [c for c in r if c[0] == "ar"] == [("ar", prompt, 16)]
     assert got.row_seconds("draft") == pytest.approx((0.0, 0.0), abs=1e-12)
     assert got.row_step_seconds("draft") == pytest.approx((0.0, 0.0), abs=1e-12)
@@ -138,7 +139,7 @@ def test_every_round_times_every_pass_and_ar_once_cycling_contexts(fake_clock):
 
 
 def test_interleaving_cancels_a_drifting_machine(fake_clock):
-    """The machine slows down steadily, to about 0.6 of its speed by the end of the
+    """The machine slows down steadily, to about half its speed by the end of the
     measurement. Timed one model after the other (the old harness), the drafter's cost
     relative to the target's is off by about 13 %; timed in interleaved rounds it is within
     1 % of the truth (0.2)."""
@@ -147,7 +148,7 @@ def test_interleaving_cancels_a_drifting_machine(fake_clock):
     got = time_family(
         models, [([1] * 8, [2] * 4)], 4, ar=ar, decoding=Decoding(), rounds=30, seed=3, ar_tokens=8
     )
-    assert 1.5 < 1 + 0.001 * clock.now < 2.0  # how much slower the end is than the start
+    assert 1.5 < 1 + 0.001 * clock.now < 2.5  # how much slower the end is than the start
     ratio = np.array(got.passes["draft"].seconds) / np.array(got.passes["target"].seconds)
     np.testing.assert_allclose(ratio, 0.2, rtol=0.01)
     clock2, _, models2, _ = family(drift=0.001)
@@ -205,18 +206,18 @@ def test_a_drafters_row_cost_and_step_are_timed_against_its_one_and_two_row_pass
     got = time_family(
         models, [([1] * 6, [2] * 3)], 4, ar=ar, decoding=Decoding(), rounds=3, warmup=0
     )
-    assert len(got.one_row["draft"]) == 3 == len(got.two_rows["draft"])
-    assert "target" not in got.one_row and got.rows_m == 4
+    assert all(len(got.rows["draft"][r]) == 3 for r in (1, 2, 4))
+    assert "target" not in got.rows and got.rows_m == 4
     h, se = got.row_seconds("draft")
     assert h == pytest.approx(row) and se == pytest.approx(0.0, abs=1e-12)
     assert got.row_step_seconds("draft") == pytest.approx((step, 0.0), abs=1e-12)
     twice = got.merged(got)
-    assert twice.one_row["draft"] == got.one_row["draft"] * 2
+    assert twice.rows["draft"][1] == got.rows["draft"][1] * 2
     assert twice.row_step_seconds("draft") == pytest.approx((step, 0.0), abs=1e-12)
     narrow = time_family(
         models, [([1] * 6, [2] * 3)], 2, ar=ar, decoding=Decoding(), rounds=2, warmup=0
     )
-    assert narrow.rows_m == 2 and not narrow.two_rows
+    assert narrow.rows_m == 2 and set(narrow.rows["draft"]) == {1, 2}
     assert narrow.row_seconds("draft")[0] == pytest.approx(row + step)
     assert narrow.row_step_seconds("draft") is None
 
@@ -250,10 +251,11 @@ def test_cheap_rounds_are_added_until_the_time_floor(fake_clock):
     fake_clock(clock)
     contexts = [([1] * 5, [4] * 6)]
     kw = {"ar": ar, "decoding": Decoding(), "warmup": 0, "ar_tokens": 4}
-    # one round costs about 4.4 (AR) + the passes' 1 + 1.5 + 2 + 0.2·(...) ≈ 10 fake seconds
+    # one round costs about 4.4 (AR) + the passes' 1 + 1.5 + 2 + 0.2·(...) ≈ 10 fake seconds,
+    # and the drafter's 9 row passes 3.6 more
     few = time_family(models, contexts, 3, rounds=2, **kw)
     assert len(few.contexts) == 2
-    more = time_family(models, contexts, 3, rounds=2, min_seconds=45.0, **kw)
+    more = time_family(models, contexts, 3, rounds=2, min_seconds=70.0, **kw)
     assert 4 <= len(more.contexts) <= 6 and len(more.ar_tokens) == len(more.contexts)
     capped = time_family(models, contexts, 3, rounds=2, min_seconds=1e6, max_rounds=3, **kw)
     assert len(capped.contexts) == 3
