@@ -100,18 +100,18 @@ class Costs:
     @property
     def row_cost(self) -> np.ndarray:
         """``h_i`` in the curves' unit: what each logit row beyond the second adds to each
-        drafter's pass (:meth:`realrun.timing.FamilyTiming.row_seconds`; a catch-up position
+        drafter's pass (:meth:`realrun.pass_timing.FamilyTiming.row_seconds`; a catch-up position
         returns none, :mod:`ewif.kernel.pass_cost`), 0 for the target, a proposer and a drafter
         not timed so. A measurement outside what the curve admits — a negative paired
         difference (a row cheaper than the timing's noise), or one above
-        :func:`ewif.kernel.pass_cost.max_row_cost` (a one-row pass would cost less than
+        :func:`ewif.base.row_cost.max_row_cost` (a one-row pass would cost less than
         nothing) — is taken to that bound, and :meth:`row_cost_bounds` names it."""
         return self._rows()[0]
 
     @property
     def row_step(self) -> np.ndarray:
         """``s_i`` in the curves' unit: what the second logit row adds beyond ``h_i``
-        (:meth:`realrun.timing.FamilyTiming.row_step_seconds`), taken into ``[0, what the
+        (:meth:`realrun.pass_timing.FamilyTiming.row_step_seconds`), taken into ``[0, what the
         curve admits with h_i]`` like :attr:`row_cost`; 0 where not measured."""
         return self._rows()[1]
 
@@ -125,11 +125,12 @@ class Costs:
         ``s <=`` :func:`ewif.base.row_cost.max_row_step`, no one-row pass below 0), and why."""
         h, s = np.zeros(len(self.names)), np.zeros(len(self.names))
         bounded: dict[str, str] = {}
+        curves = self.curves
         for i, name in enumerate(self.names[1:], start=1):
             row, step = self.family.row_seconds(name), self.family.row_step_seconds(name)
             if row is None:
                 continue
-            curve = self.curves[i]
+            curve = curves[i]
             h[i] = _bounded(row[0] / self.unit_seconds, max_row_cost(curve), name, "", bounded)
             if step is not None:
                 limit = max_row_step(curve, h[i])

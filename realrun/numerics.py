@@ -135,7 +135,8 @@ class _Search:
         finally:
             spent = time.perf_counter() - start
             self.seconds[work] = self.seconds.get(work, 0.0) + spent
-            self.own.update({own: spent} if own else {})
+            if own:
+                self.own[own] = spent
             if c is not None:
                 c.seconds += spent
 

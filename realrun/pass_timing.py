@@ -85,8 +85,8 @@ class PassTiming:
 
 @dataclass(frozen=True)
 class FamilyTiming:
-    """What :func:`time_family` measured: every neural model's pass timing by ``m``, the
-    decoder's work after a target pass returning ``m`` rows (None for a family without a
+    """What :func:`realrun.timing.time_family` measured: every neural model's pass timing by
+    ``m``, the decoder's work after a target pass returning ``m`` rows (None for a family without a
     timed target), the autoregressive reference per round (tokens, seconds), and every
     drafter's pass over ``rows_m`` positions returning ``r`` rows for ``r`` in 1, 2 and
     ``rows_m`` (``rows[name][r]``: the mean seconds of its repeats in each round,
@@ -110,31 +110,28 @@ class FamilyTiming:
         ``(t(M, M) − t(M, 2))/(M − 2)`` per round (``M`` = :attr:`rows_m`; at ``M = 2``
         ``t(2, 2) − t(2, 1)``, the second row's whole cost), the mean over rounds of the
         paired differences and its standard error; None when not timed."""
-        rows = self._paired(name)
-        if rows is None:
-            return None
-        one, two, full = rows
-        m = self.rows_m
-        return _mean_se((full - two) / (m - 2) if m > 2 else full - one)
+        rounds = self._row_rounds(name)
+        return None if rounds is None else _mean_se(rounds[0])
 
     def row_step_seconds(self, name: str) -> tuple[float, float] | None:
         """``(s, se)``: what the second logit row adds beyond :meth:`row_seconds`' ``h``,
         ``t(M, 2) − t(M, 1) − h`` per round (:mod:`realrun.timing`); None when not timed or at
         ``M = 2`` (no step is then measured)."""
-        rows = self._paired(name)
-        if rows is None or self.rows_m <= 2:
-            return None
-        one, two, full = rows
-        return _mean_se(two - one - (full - two) / (self.rows_m - 2))
+        rounds = self._row_rounds(name)
+        return None if rounds is None or self.rows_m <= 2 else _mean_se(rounds[1])
 
-    def _paired(self, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-        """Drafter ``name``'s passes over :attr:`rows_m` positions with one row, two rows
-        and all, round by round (None when not timed)."""
+    def _row_rounds(self, name: str) -> tuple[np.ndarray, np.ndarray] | None:
+        """``(h, s)`` of drafter ``name`` round by round, from its passes over :attr:`rows_m`
+        positions with one row, two and all (:meth:`row_seconds`, :meth:`row_step_seconds`;
+        at ``rows_m = 2`` ``h`` is the second row's whole cost and ``s`` is 0); None when not
+        timed."""
         by_rows = self.rows.get(name) or {}
         if not by_rows.get(1):
             return None
         one, two, full = (np.asarray(by_rows[r], dtype=float) for r in (1, 2, self.rows_m))
-        return one, two, full
+        m = self.rows_m
+        h = (full - two) / (m - 2) if m > 2 else two - one
+        return h, two - one - h
 
     @property
     def ar_seconds_per_token(self) -> float:

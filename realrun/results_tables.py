@@ -1,12 +1,10 @@
-"""Human-readable tables of a real-model run (:class:`ewif.files.results.Results`) and a model
-set."""
+"""Human-readable tables of a real-model run (:class:`ewif.files.results.Results`); a model
+set's are :mod:`realrun.model_set_tables`."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from typing import Any
-
-import numpy as np
 
 from ewif.files.model_set import ModelSet
 from ewif.files.results import Results
@@ -14,6 +12,7 @@ from ewif.files.run_metadata import RunMetadata, WallSplit
 from ewif.search import explain
 from ewif.search.mix import alpha_by_category_table
 from realrun.categories import differing_lines, outputs_differing_by_category
+from realrun.model_set_tables import row_cost_lines
 from realrun.peers import peer_comparison
 
 Section = Callable[[Results, RunMetadata], list[str]]
@@ -418,31 +417,6 @@ SECTIONS: tuple[Section, ...] = (
 )
 
 
-def row_cost_lines(model_set: dict) -> list[str]:
-    """One line per drafter whose logit rows the model set prices (``row_cost`` and
-    ``row_step``, a stored model set as a mapping): the row's cost in AR tokens and as timed,
-    with its error, and the second row's step where priced."""
-    timing = (model_set.get("metadata") or {}).get("timing") or {}
-    row_cost = model_set.get("row_cost") or []
-    steps = model_set.get("row_step") or [0.0] * len(row_cost)
-    lines = []
-    for name, h, s in zip(model_set["models"], row_cost, steps, strict=bool(row_cost)):
-        t = timing.get(name) or {}
-        step = f"; the second row {s:.4f} more{_timed(t, 'row_step_seconds')}, taken off each "
-        lines += [
-            f"{name}: one logit row costs {h:.4f} AR tokens{_timed(t, 'row_seconds')}, taken "
-            "off each catch-up position (it returns none)"
-            + (step + "catch-up pass returning one row" if s else "")
-        ][: bool(h or s)]
-    return lines
-
-
-def _timed(timing: Mapping[str, Any], key: str) -> str:
-    """`` (x ± se ms as timed)`` of a timing record's ``key``, or nothing."""
-    se = 1000 * timing.get(key + "_stderr", 0.0)
-    return f" ({1000 * timing[key]:.2f} ± {se:.2f} ms as timed)" if key in timing else ""
-
-
 def wall_time_lines(split: Mapping[str, WallSplit | Mapping[str, Any]]) -> list[str]:
     """Per method: where its wall time went (:mod:`realrun.books`; a stored mapping or a
     :class:`~ewif.files.run_metadata.WallSplit`), the residual flagged when above the
@@ -468,33 +442,3 @@ def wall_time_lines(split: Mapping[str, WallSplit | Mapping[str, Any]]) -> list[
                 )
             )
     return rows
-
-
-def format_model_set(model_set: ModelSet) -> str:
-    """Pass costs (in target one-token passes: the curve at a few ``m`` when the set has
-    curves, else cost and cost per token) and α of every measured pair."""
-    names = model_set.models
-    width = max(len(n) for n in names)
-    curves = model_set.cost_curve
-    if curves is not None:
-        shown = [m for m in (1, 2, 3, 4, 8, 12, 16, 24, 32) if m <= max(len(c) for c in curves)]
-        rows = [f"{'model':<{width}}  pass cost at m = " + " ".join(f"{m:>6}" for m in shown)]
-        for n, c in zip(names, curves, strict=True):
-            vals = " ".join(f"{c[m - 1]:6.3f}" if m <= len(c) else f"{'':>6}" for m in shown)
-            rows.append(f"{n:<{width}}  {'':>17}{vals}")
-    else:
-        rows = [f"{'model':<{width}}  cost   cost/token"]
-        for n, c, t in zip(names, model_set.cost, model_set.cost_per_token, strict=True):
-            rows.append(f"{n:<{width}}  {c:.4f} {t:.4f}")
-    for lenience in model_set.leniences:
-        mat = model_set.alpha[lenience]
-        pairs = [
-            f"{names[r]}<-{names[j]} {mat[r, j]:.3f}"
-            for r in range(len(names))
-            for j in range(r + 1, len(names))
-            if not np.isnan(mat[r, j])
-        ]
-        rows.append(f"alpha (lenience {lenience:g}): " + ", ".join(pairs))
-    if model_set.categories is not None:
-        rows += ["α per category (lenience 1):", alpha_by_category_table(model_set)]
-    return "\n".join([*rows, *row_cost_lines(model_set.to_dict())])

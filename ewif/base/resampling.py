@@ -71,11 +71,9 @@ def drawn_row_cost(
     against), at most what the drawn curve admits
     (:func:`~ewif.base.row_cost.max_row_cost`)."""
     out = np.zeros(len(drawn))
-    pairs = zip(row_cost, curves, drawn, strict=True)
-    for i, (h, base, drawn) in enumerate(pairs):
+    for i, (h, base, moved) in enumerate(zip(row_cost, curves, drawn, strict=True)):
         if h and base.size > 1:
-            scale = drawn[1] / base[1] if base[1] > 0 else 1.0
-            out[i] = min(h * scale, max_row_cost(drawn))
+            out[i] = min(h * _two_position_scale(base, moved), max_row_cost(moved))
     return out
 
 
@@ -92,11 +90,16 @@ def drawn_row_step(
     rows = np.zeros(len(drawn)) if row_cost is None else np.asarray(row_cost, dtype=float)
     out = np.zeros(len(drawn))
     pairs = zip(row_step, curves, drawn, rows, strict=True)
-    for i, (s, base, drawn, h) in enumerate(pairs):
+    for i, (s, base, moved, h) in enumerate(pairs):
         if s and base.size > 1:
-            scale = drawn[1] / base[1] if base[1] > 0 else 1.0
-            out[i] = max(min(s * scale, max_row_step(drawn, h)), 0.0)
+            out[i] = max(min(s * _two_position_scale(base, moved), max_row_step(moved, h)), 0.0)
     return out
+
+
+def _two_position_scale(base: np.ndarray, moved: np.ndarray) -> float:
+    """How a drawn curve ``moved`` scales the measured ``base``'s two-position pass (what a
+    row was timed against; 1 where that pass costs nothing)."""
+    return moved[1] / base[1] if base[1] > 0 else 1.0
 
 
 def drawn_curves(

@@ -212,9 +212,9 @@ def run(args: argparse.Namespace) -> int:
 
     from ewif.files import model_set as model_io
     from realrun.categories import with_categories
+    from realrun.model_set_tables import format_model_set
     from realrun.numerics import measure_numerics
     from realrun.pipeline import split_prompts
-    from realrun.results_tables import format_model_set
 
     hf_logging.disable_progress_bar()
     measuring, _ = split_prompts(args.prompts, args.limit, None, held_out=False)

@@ -10,6 +10,7 @@ import pytest
 from ewif.files import results as results_io
 from ewif.files.run_metadata import run_metadata
 from realrun import results_tables as tables
+from realrun.model_set_tables import row_cost_lines
 
 DATA = Path(__file__).resolve().parents[2] / "realrun" / "data"
 
@@ -117,11 +118,11 @@ def test_row_cost_lines_name_the_second_rows_step_where_priced():
             }
         },
     }
-    (line,) = tables.row_cost_lines(model_set)
+    (line,) = row_cost_lines(model_set)
     assert line == (
         "d: one logit row costs 0.0040 AR tokens (0.90 ± 0.10 ms as timed), taken off each "
         "catch-up position (it returns none); the second row 0.0500 more (8.60 ± 0.40 ms as "
         "timed), taken off each catch-up pass returning one row"
     )
     del model_set["row_step"]  # an older file: no step, the line as before
-    assert tables.row_cost_lines(model_set)[0].endswith("(it returns none)")
+    assert row_cost_lines(model_set)[0].endswith("(it returns none)")
