@@ -75,9 +75,11 @@ from realrun.numerics_trials import (
     Measured,
     NumericsTrial,
     fastest,
+    reread_separation,
     score,
     summary,
     throughput_bound,
+    throughput_interval,
 )
 from realrun.prompts import Prompt, encode
 from realrun.timing import time_passes
@@ -419,10 +421,11 @@ class _Search:
         model_set = self.model_set(chosen)
         for c in [c for c in self.candidates if c.trial is not None]:
             c.trial = replace(c.trial, seconds=c.seconds)
-        trials = [c.trial for c in self.candidates if c.trial is not None]
+        trials = [reread_separation(c.trial, chosen.trial) for c in self.candidates if c.trial]
         searched, total = self.settings.searching, time.perf_counter() - started
         own = chosen.seconds + self.own["alpha"] + self.own.get(chosen.dtype, 0.0)
-        lines = summary(chosen.trial, trials, total, own) if searched else []
+        interval = throughput_interval(chosen.trial, model_set) if searched else None
+        lines = summary(chosen.trial, trials, total, own, interval) if searched else []
         inv = chosen.trial.invariance
         meta = {
             **model_set.metadata,

@@ -7,10 +7,13 @@ chosen was excluded by one rule (:data:`EXCLUSIONS`), recorded in its trial
 (``excluded_by``) and in the results file's ``metadata.numerics_trials``.
 
 The quick-look bound. Before any curve is timed, every neural model's passes over
-``m = 1..4`` positions are timed on one context. If no pass of model ``i`` over ``m >= 2``
-positions costs less than ``min_{2 <= m' <= 4} t_i(m')`` (a pass never gets cheaper with
-more positions beyond the first two, on every curve this project has timed), and a
-proposer costs nothing, then the *floor* curves
+``m = 1..4`` positions are timed on one context, the first measuring prompt (not a shorter
+one: on this project's AMD machine float16 passes at 2 threads ran 20–25 % slower after 16
+tokens than after the whole 84-token prompt, so a floor timed there was no floor and excluded
+a candidate that scored above the choice). If no pass of model ``i``
+over ``m >= 2`` positions costs less than ``min_{2 <= m' <= 4} t_i(m')`` (a pass never gets
+cheaper with more positions beyond the first two, on every curve this project has timed),
+and a proposer costs nothing, then the *floor* curves
 
     ℓ_i(1) = t_i(1),  ℓ_i(m) = min_{m <= m' <= 4} t_i(m')  (2 <= m <= 4),
     ℓ_i(m) = min_{2 <= m' <= 4} t_i(m')  (m > 4)
@@ -26,16 +29,17 @@ cannot win (:func:`throughput_bound`).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from ewif.files.model_set import ModelSet
+from ewif.predict.bootstrap import prediction_intervals
 from ewif.search.recommendation import Recommendation, recommend
 from realrun.family import Family
 from realrun.invariance import Invariance
 from realrun.methods import recommendation_record
-from realrun.numerics_rounds import SEPARATION_Z, STOPS
+from realrun.numerics_rounds import SEPARATION_Z, STOPS, separation
 from realrun.pass_timing import PassTiming
 
 #: How far each candidate's search went: its quick-look bound, its short curve, its batch
@@ -51,6 +55,10 @@ EXCLUSIONS = {
     ),
     "batch invariance": "its target's multi-position pass changes greedy choices (the rule)",
     "lower score": "measured to the repeats cap without separation, it scored below the choice",
+    "separated earlier": (
+        "its score was separated below the leader's when its rounds stopped; against the "
+        "choice's final rounds the two are within their errors"
+    ),
     "none eligible": "no candidate passed batch invariance; the highest agreement was taken",
 }
 #: Relative timing error the quick-look bound allows for (module docstring).
@@ -149,6 +157,18 @@ class NumericsTrial:
         return out
 
 
+def reread_separation(trial: NumericsTrial, chosen: NumericsTrial) -> NumericsTrial:
+    """A trial excluded as ``separated`` (from the leader of the time) re-read against the
+    chosen candidate's final score: still separated below, unchanged; otherwise excluded
+    as ``separated earlier`` (the choice's later rounds moved the gap within the errors)."""
+    if trial.excluded_by != "separated":
+        return trial
+    side = separation(
+        trial.score, trial.score_se, trial.rounds, chosen.score, chosen.score_se, chosen.rounds
+    )
+    return trial if side == "below" else replace(trial, excluded_by="separated earlier")
+
+
 def score(rec: Recommendation, ar_token_s: float) -> float:
     """Predicted tokens/s of a candidate: ``max(EWIF*, 1) / t_AR``."""
     return max(rec.ewif, 1.0) / ar_token_s
@@ -200,18 +220,34 @@ def throughput_bound(
     return best / (unit * (1.0 - noise))
 
 
+def throughput_interval(trial: NumericsTrial, model_set: ModelSet) -> tuple[float, float] | None:
+    """The 90 % bootstrap interval of a speculative choice's throughput, tokens/s: its
+    recommended configuration's EWIF interval (:func:`ewif.predict.bootstrap.prediction_interval`:
+    the measuring prompts' acceptance resampled, the timing's errors drawn) over its AR
+    token's seconds; None when it decodes autoregressively or the set (``model_set``, the
+    trial's) holds no per-prompt evidence."""
+    rec = trial.recommendation
+    if rec is None or rec.decision != "speculative" or model_set.bootstrap is None:
+        return None
+    (found,) = prediction_intervals(model_set, [rec.best])
+    return found.low / trial.ar_token_s, found.high / trial.ar_token_s
+
+
 def summary(
     chosen: NumericsTrial,
     trials: Sequence[NumericsTrial],
     seconds: float,
     own: float | None = None,
+    interval: tuple[float, float] | None = None,
 ) -> list[str]:
     """What was chosen (score ± its standard error, recommendation, batch invariance, its
     rounds and why they stopped) and why (how many candidates each rule excluded), then one
     line for every candidate predicted faster than the choice, naming the rule that excluded
-    it; with ``own`` — the seconds the chosen numerics alone took (one load, α, its rounds and
-    its check: what a run given those numerics pays) — a last line with what the search
-    added to that."""
+    it; with the choice's throughput ``interval`` (:func:`throughput_interval`), a line with it
+    naming every measured candidate whose score falls inside (a lead the drafts' acceptance
+    may not hold); with ``own`` — the seconds the chosen numerics alone took (one load, α, its
+    rounds and its check: what a run given those numerics pays) — a last line with what the
+    search added to that."""
     rec, inv = chosen.recommendation, chosen.invariance
     assert rec is not None and inv is not None
     what = rec.best.describe() if rec.decision == "speculative" else "autoregressive decoding"
@@ -240,6 +276,18 @@ def summary(
         lines.append(
             f"faster, not chosen: {t.label} at a predicted {t.score:.2f} ± {t.score_se:.2f} "
             f"tokens/s ({t.stage}, {_rounds(t)}): excluded by {why}"
+        )
+    if interval is not None:
+        low, high = interval
+        inside = [
+            f"{t.label} at {t.score:.2f}"
+            for t in trials
+            if t is not chosen and t.stage != "bound" and low <= t.score <= high
+        ]
+        lines.append(
+            f"uncertain: the choice's throughput, 90 % interval [{low:.2f}, {high:.2f}] tokens/s "
+            "(its drafts' acceptance on the measuring prompts, resampled)"
+            + (f"; inside it: {', '.join(inside)} — the lead may not hold" if inside else "")
         )
     if own is not None:
         lines.append(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -11,6 +12,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ewif.files import results as results_io
 from ewif.files.model_set import ModelSet
 from ewif.search.recommendation import recommend
 from realrun.invariance import Disagreement, Invariance
@@ -20,12 +22,30 @@ from realrun.numerics_trials import (
     QUICK_NOISE,
     fastest,
     floor_curve,
+    reread_separation,
     summary,
     throughput_bound,
+    throughput_interval,
 )
 from realrun.pipeline import split_prompts
 from realrun.timing import PassTiming
 from simulate.decoder.sampling import Decoding
+
+DATA = Path(__file__).parents[2] / "realrun" / "data"
+
+
+def _target_and_drafter(alpha: float, cost: float) -> ModelSet:
+    """A target and one drafter of acceptance ``alpha`` and cost ``cost`` (AR tokens), the
+    target's review of two positions at 1.2."""
+    matrix = np.full((2, 2), np.nan)
+    matrix[0, 1] = alpha
+    return ModelSet(
+        models=("t", "d"),
+        cost=np.array([1.0, cost]),
+        cost_per_token=np.zeros(2),
+        alpha={1.0: matrix},
+        cost_curve=(np.array([1.0, 1.2]), np.array([cost])),
+    )
 
 
 @settings(max_examples=40, deadline=None)
@@ -196,16 +216,7 @@ def test_near_ties_rule_admits_a_near_tie(tiny_model_dirs, prompt_file, monkeypa
 
 
 def test_summary_names_a_faster_candidate_and_its_reason():
-    alpha = np.full((2, 2), np.nan)
-    alpha[0, 1] = 0.6
-    model_set = ModelSet(
-        models=("t", "d"),
-        cost=np.array([1.0, 0.2]),
-        cost_per_token=np.zeros(2),
-        alpha={1.0: alpha},
-        cost_curve=(np.array([1.0, 1.2]), np.array([0.2])),
-    )
-    rec = recommend(model_set, k_max=2)
+    rec = recommend(_target_and_drafter(0.6, 0.2), k_max=2)
     ok = Invariance(4, 48, 48, None)
     flip = Invariance(4, 48, 47, 0.125, (Disagreement(0.125, 20.0),))
     chosen = NumericsTrial(
@@ -221,7 +232,7 @@ def test_summary_names_a_faster_candidate_and_its_reason():
     assert lines[0].endswith("batch invariance 48/48 agree (strict); 4 rounds, stopped: precision")
     assert lines[1] == (
         "why: 3 candidates in 120 s; excluded: 1 by quick-look bound, 0 by separated, "
-        "1 by batch invariance, 0 by lower score"
+        "1 by batch invariance, 0 by lower score, 0 by separated earlier"
     )
     assert lines[2] == (
         "faster, not chosen: bfloat16 × 2 threads at a predicted 8.28 ± 0.20 tokens/s "
@@ -312,3 +323,49 @@ def test_a_reduced_candidate_set_is_searched_exhaustively(tiny_model_dirs, promp
 def test_bad_candidate_sets_are_refused(tiny_model_dirs, prompt_file, dtype, threads):
     with pytest.raises(ValueError, match=r"dtype candidates|threads"):
         _search(tiny_model_dirs, prompt_file, threads=threads, dtype=dtype)
+
+
+def test_the_choice_says_which_candidates_its_interval_holds():
+    """A speculative choice whose lead rests on acceptance from a few prompts: its bootstrap
+    throughput interval is reported, naming the measured candidates inside it (not those
+    stopped by a bound: their score is a bound, not a prediction); an autoregressive choice
+    has no interval."""
+    run = results_io.load(DATA / "qwen_bfloat16_searched.json")
+    model_set = ModelSet.from_dict(run.metadata["model_set"], "run")
+    rec = recommend(model_set, k_max=3)
+    assert rec.decision == "speculative"
+    ok = Invariance(4, 48, 48, None)
+    chosen = NumericsTrial("bfloat16", 2, 0.24, "confirmed", 7.6, rec, ok, rounds=10)
+    low, high = throughput_interval(chosen, model_set)
+    assert low < max(rec.ewif, 1.0) / 0.24 < high
+    near = NumericsTrial("float16", 2, 0.14, "rounds", (low + high) / 2 - 0.5, rec, ok, rounds=10)
+    bound = NumericsTrial(
+        "float32", 1, 0.4, "bound", (low + high) / 2, excluded_by="quick-look bound"
+    )
+    far = NumericsTrial("float16", 1, 0.2, "rounds", low - 1.0, rec, ok, rounds=3)
+    lines = summary(chosen, [chosen, near, bound, far], 600.0, interval=(low, high))
+    assert lines[-1].startswith(f"uncertain: the choice's throughput, 90 % interval [{low:.2f}, ")
+    assert "inside it: float16 × 2 threads at" in lines[-1] and "float32" not in lines[-1]
+    assert "float16 × 1" not in lines[-1]
+    hopeless = recommend(_target_and_drafter(0.01, 0.5), k_max=2)
+    autoregressive = replace(chosen, recommendation=hopeless)
+    assert autoregressive.recommendation.decision == "autoregressive"
+    assert throughput_interval(autoregressive, model_set) is None
+
+
+def test_a_separation_is_re_read_against_the_choices_final_rounds():
+    """The shipped numerics_search_qwen run: float16 × 2 was separated below bfloat16 × 2
+    while the latter's score was higher; after the choice's full rounds the two are 8.31 ±
+    0.23 and 8.49 ± 0.31, within their errors, so the record says the separation was earlier;
+    a gap that still holds keeps its label, and other exclusions are untouched."""
+    ok = Invariance(4, 48, 48, None)
+    chosen = NumericsTrial("bfloat16", 2, 0.199, "confirmed", 8.49, None, ok, rounds=10)
+    chosen = replace(chosen, score_se=0.31)
+    old = NumericsTrial("float16", 2, 0.120, "confirmed", 8.31, None, ok, rounds=10)
+    old = replace(old, score_se=0.23, excluded_by="separated")
+    moved = reread_separation(old, chosen)
+    assert moved.excluded_by == "separated earlier" and moved.score == old.score
+    assert reread_separation(replace(old, score=7.0), chosen).excluded_by == "separated"
+    bounded = replace(old, excluded_by="quick-look bound")
+    assert reread_separation(bounded, chosen) is bounded
+    assert "separated earlier" in EXCLUSIONS
