@@ -108,10 +108,11 @@ def combined_slope(estimates: Sequence[tuple[float, float]]) -> tuple[float, flo
     exact = [e for e, se in estimates if se == 0]
     if exact:
         return exact[0], 0.0
-    weights = np.asarray([1 / se**2 for _, se in estimates if np.isfinite(se)])
-    if weights.size == 0:
+    finite = [(e, se) for e, se in estimates if np.isfinite(se)]
+    if not finite:
         return 0.0, float("inf")
-    values = np.asarray([e for e, se in estimates if np.isfinite(se)])
+    values, errors = np.asarray(finite).T
+    weights = 1 / errors**2
     return float((weights * values).sum() / weights.sum()), float(1 / np.sqrt(weights.sum()))
 
 
@@ -137,7 +138,8 @@ def fit_context_cost(
         (u, w), se, wald, cov = _slopes_with_covariance(L, timing.samples, timing.m)
         kept = wald >= WALD_THRESHOLD
         slope, told = _slope_by_size(u, w, cov, len(curve))
-        slopes.append(slope / unit * (kept & told))
+        priced = kept & told
+        slopes.append(slope / unit * priced)
         if k == 0 and kept:
             stand_in = (u + w, float(np.sqrt(max(cov[0, 0] + cov[1, 1] + 2 * cov[0, 1], 0.0))))
         record[name] = {
@@ -146,7 +148,7 @@ def fit_context_cost(
             "stderr": [float(se[0]), float(se[1])],
             "wald": wald,
             "kept": kept,
-            "sizes_priced": int((kept & told).sum()),
+            "sizes_priced": int(priced.sum()),
         }
     n = np.asarray(family.ar_tokens, dtype=float)
     mid = np.asarray(family.ar_contexts, dtype=float)[: n.size] + n / 2

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 
 import numpy as np
 from tqdm.auto import tqdm
@@ -106,19 +107,20 @@ class Costs:
         difference (a row cheaper than the timing's noise), or one above
         :func:`ewif.base.row_cost.max_row_cost` (a one-row pass would cost less than
         nothing) — is taken to that bound, and :meth:`row_cost_bounds` names it."""
-        return self._rows()[0]
+        return self._rows[0]
 
     @property
     def row_step(self) -> np.ndarray:
         """``s_i`` in the curves' unit: what the second logit row adds beyond ``h_i``
         (:meth:`realrun.pass_timing.FamilyTiming.row_step_seconds`), taken into ``[0, what the
         curve admits with h_i]`` like :attr:`row_cost`; 0 where not measured."""
-        return self._rows()[1]
+        return self._rows[1]
 
     def row_cost_bounds(self) -> dict[str, str]:
         """The drafters whose measured row cost or step was taken to a bound, and why."""
-        return self._rows()[2]
+        return dict(self._rows[2])
 
+    @cached_property
     def _rows(self) -> tuple[np.ndarray, np.ndarray, dict[str, str]]:
         """``(h, s, bounded)``: every drafter's row cost and row step in the curves' unit,
         each taken to what the curve admits (``h`` first: ``h <= max_row_cost``; then

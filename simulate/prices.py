@@ -67,7 +67,7 @@ class Prices:
             return cls.from_curves([model_set.cost_curve[i] for i in ix], h, s)
         cost = np.asarray(model_set.cost, dtype=float)[ix]
         per_token = np.asarray(model_set.cost_per_token, dtype=float)[ix]
-        table = [np.array([c + s]) for c, s in zip(cost, per_token, strict=True)]
+        table = [np.array([c + per]) for c, per in zip(cost, per_token, strict=True)]
         return cls(table, per_token, np.zeros(len(ix)) if h is None else h, s)
 
     @property

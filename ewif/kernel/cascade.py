@@ -248,19 +248,22 @@ class Cascade:
         row_cost: object | None = None,
         row_step: object | None = None,
     ) -> Cascade:
+        return Cascade(alpha, self.cost, self.K, **self._kept(catch_up, row_cost, row_step))
+
+    def _kept(self, catch_up: object, row_cost: object | None, row_step: object | None) -> dict:
+        """The keywords a rebuilt cascade takes from this one — its costs (the curves, or
+        ``cost_per_token``), ``fill`` and ``names`` — with catch-up flags ``catch_up`` and row
+        prices ``row_cost``, ``row_step`` (:meth:`_rebuilt` and its overrides)."""
         curves = None if self.cost_curve is None else list(self.cost_curve)
-        return Cascade(
-            alpha,
-            self.cost,
-            self.K,
-            None if curves is not None else self.cost_per_token,
-            fill=self.fill,
-            names=self.names,
-            cost_curve=curves,
-            catch_up=catch_up,
-            row_cost=row_cost,
-            row_step=row_step,
-        )
+        return {
+            "cost_per_token": None if curves is not None else self.cost_per_token,
+            "fill": self.fill,
+            "names": self.names,
+            "cost_curve": curves,
+            "catch_up": catch_up,
+            "row_cost": row_cost,
+            "row_step": row_step,
+        }
 
     @staticmethod
     def _check_alpha(alpha: np.ndarray, rows: Rows, n: int) -> None:

@@ -49,7 +49,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ewif.base import validate
-from ewif.base.row_cost import max_row_cost
+from ewif.base.row_cost import max_row_cost, max_row_step
 
 _AFFINE_RTOL = 1e-12
 
@@ -83,9 +83,10 @@ class PassCost:
             arr.setflags(write=False)
 
     def _max_step(self, i: int) -> float:
-        """``min_{m >= 2} (c_i(m) − h_i·(m − 1))`` (module docstring, "Row step")."""
-        m = np.arange(2, max(self._table[i].size, 2) + 1)
-        return float((self.at(i, m) - self._rows[i] * (m - 1)).min())
+        """``min_{m >= 2} (c_i(m) − h_i·(m − 1))`` (module docstring, "Row step"):
+        :func:`~ewif.base.row_cost.max_row_step` of the priced curve to ``max(M_i, 2)``."""
+        curve = self.at(i, np.arange(1, max(self._table[i].size, 2) + 1))
+        return max_row_step(curve, float(self._rows[i]))
 
     # ------------------------------------------------------------------ construction
     @classmethod

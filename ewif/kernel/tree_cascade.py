@@ -147,7 +147,6 @@ class TreeCascade(Cascade):
                 "a tree cascade's rank vectors fix its acceptance (p_1 = alpha[r][j]): build a "
                 "new TreeCascade with new rank vectors instead of with_alpha"
             )
-        curves = None if self.cost_curve is None else list(self.cost_curve)
         return TreeCascade(
             self.alpha,
             self.cost,
@@ -157,13 +156,7 @@ class TreeCascade(Cascade):
             siblings=self.siblings,
             proposers=self.proposers,
             presence=self.presence,
-            cost_per_token=None if curves is not None else self.cost_per_token,
-            fill=self.fill,
-            names=self.names,
-            cost_curve=curves,
-            catch_up=catch_up,
-            row_cost=row_cost,
-            row_step=row_step,
+            **self._kept(catch_up, row_cost, row_step),
         )
 
     def __repr__(self) -> str:
