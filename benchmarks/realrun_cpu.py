@@ -105,6 +105,12 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="also run the token-tree search's recommendation, best tree and best chain",
     )
+    p.add_argument(
+        "--numerics-choice",
+        choices=["assured", "mean"],
+        default="assured",
+        help="how the numerics search ranks candidates (realrun.numerics_choice)",
+    )
     p.add_argument("--tag", default="", help="suffix of the results file name")
     p.add_argument(
         "--name",
@@ -134,6 +140,7 @@ def main(argv: list[str] | None = None) -> int:
         family_label=family,
         backend=args.backend,
         trees=args.trees,
+        numerics_choice=args.numerics_choice,
         held_out_categories=[c for c in args.held_out_categories.split(",") if c],
     )
     res = replace(

@@ -1,20 +1,16 @@
 """Choose the numerics (dtype and CPU threads) of a family by measurement, in minutes.
 
-CPUs differ (AVX-512 with bf16 instructions make a bfloat16 review pass nearly as cheap as
-a one-token pass; an AVX2-only CPU emulates bfloat16 slowly), so nothing is assumed: every
-candidate ``(dtype, threads)`` — dtypes float32, bfloat16, float16 (:data:`CPU_DTYPES`),
-threads ``1..cores`` — competes on its **score**, the predicted throughput
-
-    score = max(EWIF*, 1) / t_AR   tokens/s,
-
-the recommended configuration's exact EWIF (autoregressive decoding when nothing beats it)
-over the seconds of one autoregressive token as the run decodes it (:mod:`realrun.ar`). The
-winner is the highest-scoring *eligible* candidate: its target's greedy choices do not
-change between a pass over ``m`` positions and ``m`` single passes, under the rule the user
-picks (``batch_invariance``: ``strict``, bit-equal greedy, the default, or ``near-ties``,
-equal up to the dtype's near-ties; :mod:`realrun.invariance`). On a GPU ``"auto"`` is
-bfloat16 (float16 where unsupported) and is not measured; the llama.cpp backend has one
-dtype, the file's own, so only the thread count is searched.
+CPUs differ (bf16 instructions make a bfloat16 review pass nearly as cheap as a one-token
+pass; AVX2 emulates it slowly), so nothing is assumed: every candidate ``(dtype, threads)``
+— float32, bfloat16, float16 (:data:`CPU_DTYPES`) × ``1..cores`` — has a **score**
+``max(EWIF*, 1) / t_AR`` tokens/s (the recommended configuration's exact EWIF, 1 for
+autoregressive decoding, over one AR token's seconds, :mod:`realrun.ar`) and a **rank**
+by the ``choice`` rule (:mod:`realrun.numerics_choice`: ``assured``, the default, the
+score's 95 % lower bound over the drafts' acceptance; ``mean``, the score). The winner is
+the highest-ranked *eligible* candidate: its target's greedy choices do not change between
+a pass over ``m`` positions and ``m`` single passes, under the user's rule (``strict``,
+the default, or ``near-ties``; :mod:`realrun.invariance`). A GPU's ``"auto"`` is bfloat16
+(float16 where unsupported), unmeasured; on llama.cpp only the thread count is searched.
 
 The search runs in named stages (:class:`_Search`); every candidate it does not choose is
 recorded with the rule that excluded it (:data:`realrun.numerics_trials.EXCLUSIONS`), and
@@ -23,23 +19,21 @@ reason (:func:`realrun.numerics_trials.summary`):
 
 0. **Quick look** (:meth:`_Search.quick_look`): every neural model's fastest of two passes
    over ``m = 1..4``, for every candidate on the first measuring prompt, one load per dtype.
-1. **α once** (:meth:`_Search.measure_alpha`), in the dtype loaded last; every candidate is
-   scored with it (the dtypes differ in what a pass costs, not, beyond rounding, in what the
-   models predict). If another dtype wins, α is measured again in it, so the model set's α
-   is always measured in the numerics it describes.
-2. **The quick-look bound** (:func:`realrun.numerics_trials.throughput_bound`): the
-   recommendation on floor curves no real pass goes below bounds every configuration's
-   throughput; candidates are taken in order of their bound (one dtype at a time) and one
-   whose bound is below the best *eligible* score stops here.
+1. **α once** (:meth:`_Search.measure_alpha`), in the dtype loaded last, scores every
+   candidate (dtypes differ in what a pass costs, not, beyond rounding, in what the models
+   predict); measured again in the winner's dtype if that is another.
+2. **The quick-look bound** (:func:`realrun.numerics_trials.throughput_bound`) bounds every
+   configuration's throughput; candidates are taken in order of it (one dtype at a time),
+   and one whose bound is below the best *eligible* rank stops here.
 3. **A short curve** (``screen_repeats`` rounds after a warm-up, none where α just ran): a
    candidate *separated* below the leader (:mod:`realrun.numerics_rounds`) stops here.
 4. **Batch invariance**, before more rounds (it is cheaper).
-5. **Rounds, one at a time** while a runner-up is not separated from the leader, up to
-   ``repeats``; separated above, or ahead at the cap, it leads. The leader is **confirmed**
-   (rounds to ``PRECISION`` or ``repeats``) when a bound is checked against it; the chosen
-   one, last, gets ``repeats`` rounds, as given numerics do (its curves are the run's).
+5. **Rounds, one at a time** (to it or the leader) while a runner-up is not separated from
+   the leader, up to ``repeats``; separated above, or ahead at the cap, it leads. The leader
+   is **confirmed** (rounds to ``PRECISION`` or ``repeats``) when a bound is checked against
+   it; the chosen one gets ``repeats`` rounds, as given numerics do (its curves are the run's).
 
-Every bar is the best *eligible* score, so a candidate is never dropped in favour of one
+Every bar is the best *eligible* rank, so a candidate is never dropped in favour of one
 that batch invariance later excludes. ``exhaustive=True`` measures every candidate for
 ``repeats`` rounds and checks every one (the baseline of ``benchmarks/numerics_search.py``).
 """
@@ -61,6 +55,7 @@ from realrun.ar import ar_timer
 from realrun.family import Family, load_family, set_threads
 from realrun.invariance import batch_invariance
 from realrun.measure import Costs, assemble_model_set, check_models, measure_costs
+from realrun.numerics_choice import DEFAULT_CHOICE, throughput_interval
 from realrun.numerics_rounds import MIN_ROUNDS, confirmation_stop, score_stderr, separation
 from realrun.numerics_settings import (
     CPU_DTYPES,
@@ -79,7 +74,6 @@ from realrun.numerics_trials import (
     score,
     summary,
     throughput_bound,
-    throughput_interval,
 )
 from realrun.prompts import Prompt, encode
 from realrun.timing import time_passes
@@ -162,8 +156,9 @@ class _Search:
         return family
 
     @property
-    def best_score(self) -> float:
-        return 0.0 if self.best is None or self.best.trial is None else self.best.trial.score
+    def best_rank(self) -> float:
+        """The leader's rank (:attr:`realrun.numerics_trials.NumericsTrial.rank`), 0 if none."""
+        return 0.0 if self.best is None or self.best.trial is None else self.best.trial.rank
 
     # ------------------------------------------------------------------ stages 0-2
     def quick_look(self) -> None:
@@ -228,7 +223,7 @@ class _Search:
         if s.exhaustive:
             self.confirm(c)
             eligible = self.check_invariance(c)
-            if eligible and (self.best is None or c.trial.score > self.best_score):
+            if eligible and (self.best is None or c.trial.rank > self.best_rank):
                 self.lead(c, "lower score")
             else:
                 self.exclude(c, "confirmed", "lower score" if eligible else "batch invariance")
@@ -240,22 +235,26 @@ class _Search:
             self.race(c)
 
     def bounded(self, c: _Candidate) -> bool:
-        """Stage 2: ``c``'s quick-look bound is below the leader's score (a search only)."""
-        return not self.settings.exhaustive and c.bound is not None and c.bound < self.best_score
+        """Stage 2: ``c``'s quick-look bound is below the leader's rank (a search only)."""
+        return not self.settings.exhaustive and c.bound is not None and c.bound < self.best_rank
 
     def race(self, c: _Candidate) -> None:
         """Stage 5 for a runner-up (the first eligible candidate leads at once): one round
-        at a time while it is not separated from the leader, up to ``repeats``; it leads
-        when separated above, or ahead at the cap."""
-        if self.best is None:
+        at a time while it is not separated from the leader, up to ``repeats``, to the one of
+        the two whose rank has the larger standard error (the leader's, below ``repeats``,
+        count toward the rounds it takes if chosen); it leads when separated above, or ahead
+        at the cap."""
+        if (lead := self.best) is None:
             return self.lead(c, "")
-        while (side := self.separated(c)) is None and c.rounds < self.settings.repeats:
-            self.add_rounds(c, 1)
-            self.scored(c, "rounds", c.trial.recommendation)
+        repeats = self.settings.repeats
+        while (side := self.separated(c)) is None and c.rounds < repeats:
+            x = lead if lead.rounds < repeats and lead.trial.rank_se > c.trial.rank_se else c
+            self.add_rounds(x, 1)
+            self.scored(x, "rounds" if x is c else x.trial.stage, x.trial.recommendation)
         self.scored(c, "rounds")
         if side == "below":
             return self.exclude(c, "rounds", "separated", stopped="separated")
-        if side == "above" or c.trial.score > self.best_score:
+        if side == "above" or c.trial.rank > self.best_rank:
             return self.lead(c, "separated" if side == "above" else "lower score")
         self.exclude(c, "rounds", "lower score", stopped="repeats")
 
@@ -266,7 +265,7 @@ class _Search:
         lead, t = self.best, c.trial
         assert lead.trial is not None and t is not None
         return separation(
-            t.score, t.score_se, c.rounds, lead.trial.score, lead.trial.score_se, lead.rounds
+            t.rank, t.rank_se, c.rounds, lead.trial.rank, lead.trial.rank_se, lead.rounds
         )
 
     def lead(self, c: _Candidate, why: str) -> None:
@@ -337,16 +336,18 @@ class _Search:
     ) -> NumericsTrial:
         """The candidate's trial at ``stage``: the recommendation on its curves so far (or the
         ``held`` one, EWIF* kept at its estimate as :mod:`realrun.numerics_rounds` keeps it: a
-        recommendation may take minutes), the score's standard error and its rounds (its
-        invariance check and why its rounds stopped kept)."""
+        recommendation may take minutes), the score's standard error, its throughput interval
+        and its rounds (its invariance check and why its rounds stopped kept)."""
         assert c.costs is not None
-        rec = held or recommend(self.model_set(c), k_max=self.settings.k_max)
+        model_set = self.model_set(c)
+        rec = held or recommend(model_set, k_max=self.settings.k_max)
         unit, old = c.costs.unit_seconds, c.trial
         value = score(rec, unit)
         c.trial = replace(
             self.trial(c, stage, value, unit),
             recommendation=rec,
             score_se=score_stderr(value, unit, c.costs.family.ar_stderr),
+            interval=throughput_interval(rec, model_set, unit),
             rounds=c.rounds,
             invariance=None if old is None else old.invariance,
             stopped=None if old is None else old.stopped,
@@ -365,6 +366,7 @@ class _Search:
             value,
             min_agreement=s.min_agreement,
             rule=s.rule,
+            choice=s.choice,
             excluded_by=excluded_by,
             bound=c.bound,
         )
@@ -395,13 +397,13 @@ class _Search:
 
     # ------------------------------------------------------------------ the choice
     def choose(self) -> _Candidate:
-        """The best eligible candidate (none eligible: the highest agreement, then score, of
+        """The best eligible candidate (none eligible: the highest agreement, then rank, of
         those checked), confirmed to ``repeats`` rounds only now: an overtaken leader never
         needed them."""
         chosen = self.best
         if chosen is None:
             checked = [c for c in self.candidates if c.trial and c.trial.invariance is not None]
-            chosen = max(checked, key=lambda c: (c.trial.invariance.rate, c.trial.score))
+            chosen = max(checked, key=lambda c: (c.trial.invariance.rate, c.trial.rank))
             for c in checked:
                 if c is not chosen and c.trial.excluded_by is None:
                     c.trial = replace(c.trial, excluded_by="batch invariance")
@@ -424,8 +426,7 @@ class _Search:
         trials = [reread_separation(c.trial, chosen.trial) for c in self.candidates if c.trial]
         searched, total = self.settings.searching, time.perf_counter() - started
         own = chosen.seconds + self.own["alpha"] + self.own.get(chosen.dtype, 0.0)
-        interval = throughput_interval(chosen.trial, model_set) if searched else None
-        lines = summary(chosen.trial, trials, total, own, interval) if searched else []
+        lines = summary(chosen.trial, trials, total, own) if searched else []
         inv = chosen.trial.invariance
         meta = {
             **model_set.metadata,
@@ -466,10 +467,12 @@ def measure_numerics(
     progress: bool = True,
     backend: str = "transformers",
     min_timing_seconds: float = 0.0,
+    numerics_choice: str = DEFAULT_CHOICE,
 ) -> Measured:
     """Measure the family on the measuring split, choosing dtype and threads when ``"auto"``
     (or given as lists of candidates) on a CPU by the staged search of the module docstring
-    (``batch_invariance``: the rule, ``strict`` or ``near-ties``, :mod:`realrun.invariance`;
+    (``batch_invariance``: ``strict`` or ``near-ties``, :mod:`realrun.invariance`;
+    ``numerics_choice``: ``assured`` or ``mean``, :mod:`realrun.numerics_choice`;
     ``min_timing_seconds``: the confirmed candidate's rounds go on while they took less,
     :func:`realrun.numerics_rounds.confirmation_stop`; ``repeats`` caps a candidate's rounds;
     given numerics take all of them); returns the family loaded in the chosen numerics with

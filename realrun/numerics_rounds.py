@@ -17,8 +17,10 @@ Separation (a runner-up's rounds, :func:`separation`). A candidate is *separated
 leader (the best eligible score so far) when, after at least :data:`MIN_ROUNDS` rounds
 each, the difference of their scores exceeds :data:`SEPARATION_Z` standard errors of the
 difference, ``|S − S_lead| > z · √(se(S)² + se(S_lead)²)``: below, it is excluded
-(``"separated"``); above, it becomes the leader. While neither holds it gets one more round,
-up to ``repeats`` rounds.
+(``"separated"``); above, it becomes the leader. While neither holds, one more round goes
+to whichever of the two has the larger standard error — the leader's rounds, up to
+``repeats``, are never wasted: the chosen candidate takes ``repeats`` rounds in all — until
+the runner-up has ``repeats`` rounds.
 
 Precision (the leader's rounds, :func:`confirmation_stop`). When a quick-look bound is
 checked against the leader, its rounds stop once its AR unit's relative standard error is at

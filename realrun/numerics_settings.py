@@ -13,6 +13,7 @@ import torch
 from ewif.base import validate
 from realrun.invariance import RULES
 from realrun.loading import select_device
+from realrun.numerics_choice import DEFAULT_CHOICE, check_choice
 from realrun.numerics_rounds import MIN_ROUNDS
 from simulate.decoder.sampling import Decoding
 
@@ -22,6 +23,7 @@ SETTINGS_ARGUMENTS = (
     "device", "dtype", "threads", "backend", "max_new_tokens", "leniences", "decoding", "k_max",
     "max_m", "repeats", "warmup", "screen_repeats", "exhaustive", "min_agreement",
     "batch_invariance", "invariance_positions", "progress", "min_timing_seconds",
+    "numerics_choice",
 )  # fmt: skip
 
 
@@ -46,6 +48,7 @@ class SearchSettings:
     invariance_positions: int = 48
     progress: bool = True
     min_timing_seconds: float = 0.0
+    choice: str = DEFAULT_CHOICE
 
     @property
     def searching(self) -> bool:
@@ -76,6 +79,7 @@ def search_settings(
     given.update(rule=batch_invariance, k_max=k_max, leniences=tuple(leniences))
     given["max_m"] = 2 * k_max if max_m is None else max_m
     validate.cost("min_timing_seconds", given["min_timing_seconds"])
+    given["choice"] = check_choice(given.pop("numerics_choice"))
     screen = min(given.pop("screen_repeats"), given["repeats"])
     on_cpu = backend == "llama.cpp" or select_device(device).type == "cpu"
     if threads == "auto":

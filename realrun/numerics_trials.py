@@ -34,11 +34,11 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ewif.files.model_set import ModelSet
-from ewif.predict.bootstrap import prediction_intervals
 from ewif.search.recommendation import Recommendation, recommend
 from realrun.family import Family
 from realrun.invariance import Invariance
 from realrun.methods import recommendation_record
+from realrun.numerics_choice import DEFAULT_CHOICE
 from realrun.numerics_rounds import SEPARATION_Z, STOPS, separation
 from realrun.pass_timing import PassTiming
 
@@ -50,13 +50,16 @@ STAGES = ("bound", "short curve", "invariance", "rounds", "confirmed")
 EXCLUSIONS = {
     "quick-look bound": "its quick-look bound is below the best eligible score",
     "separated": (
-        f"its score is below the best eligible score by more than {SEPARATION_Z} standard "
-        "errors of the difference (one-sided, 95 %)"
+        f"its rank (the choice rule's throughput) is below the best eligible one by more than "
+        f"{SEPARATION_Z} standard errors of the difference (one-sided, 95 %)"
     ),
     "batch invariance": "its target's multi-position pass changes greedy choices (the rule)",
-    "lower score": "measured to the repeats cap without separation, it scored below the choice",
+    "lower score": (
+        "measured to the repeats cap without separation, it ranked below the choice (by the "
+        "choice rule's throughput)"
+    ),
     "separated earlier": (
-        "its score was separated below the leader's when its rounds stopped; against the "
+        "its rank was separated below the leader's when its rounds stopped; against the "
         "choice's final rounds the two are within their errors"
     ),
     "none eligible": "no candidate passed batch invariance; the highest agreement was taken",
@@ -97,7 +100,10 @@ class NumericsTrial:
     the search had no quick look); ``rounds`` its timed rounds, ``stopped`` why they
     stopped (:data:`realrun.numerics_rounds.STOPS`) and ``score_se`` the score's standard
     error (:func:`realrun.numerics_rounds.score_stderr`); ``seconds`` the wall time of
-    its rounds (warm-up included) and its batch invariance check."""
+    its rounds (warm-up included) and its batch invariance check; ``interval`` the 90 %
+    interval of a speculative recommendation's throughput
+    (:func:`realrun.numerics_choice.throughput_interval`) and ``choice`` the rule that ranks
+    the candidates (:data:`realrun.numerics_choice.CHOICE_RULES`)."""
 
     dtype: str
     threads: int
@@ -114,6 +120,24 @@ class NumericsTrial:
     stopped: str | None = None
     score_se: float = 0.0
     seconds: float = 0.0
+    interval: tuple[float, float] | None = None
+    choice: str = DEFAULT_CHOICE
+
+    @property
+    def assured(self) -> float:
+        """The assured throughput: the interval's low end, else the score (autoregressive:
+        EWIF 1 exactly; at stage ``"bound"`` an upper bound of it)."""
+        return self.score if self.interval is None else self.interval[0]
+
+    @property
+    def rank(self) -> float:
+        """What the choice rule compares: the assured throughput or the score."""
+        return self.assured if self.choice == "assured" else self.score
+
+    @property
+    def rank_se(self) -> float:
+        """The rank's timing error, ``se(S)·rank/S`` (:mod:`realrun.numerics_choice`)."""
+        return self.score_se * self.rank / self.score if self.score > 0 else 0.0
 
     @property
     def eligible(self) -> bool | None:
@@ -144,6 +168,10 @@ class NumericsTrial:
             out["stopped_because"] = STOPS[self.stopped]
         if self.stage != "bound":
             out["score_stderr_tokens_per_s"] = self.score_se
+            out["assured_tokens_per_s"] = self.assured
+            out["choice_rule"] = self.choice
+        if self.interval is not None:
+            out["throughput_interval_tokens_per_s"] = list(self.interval)
         if self.excluded_by is not None:
             out["reason"] = EXCLUSIONS[self.excluded_by]
         if self.bound is not None:
@@ -164,7 +192,7 @@ def reread_separation(trial: NumericsTrial, chosen: NumericsTrial) -> NumericsTr
     if trial.excluded_by != "separated":
         return trial
     side = separation(
-        trial.score, trial.score_se, trial.rounds, chosen.score, chosen.score_se, chosen.rounds
+        trial.rank, trial.rank_se, trial.rounds, chosen.rank, chosen.rank_se, chosen.rounds
     )
     return trial if side == "below" else replace(trial, excluded_by="separated earlier")
 
@@ -220,32 +248,19 @@ def throughput_bound(
     return best / (unit * (1.0 - noise))
 
 
-def throughput_interval(trial: NumericsTrial, model_set: ModelSet) -> tuple[float, float] | None:
-    """The 90 % bootstrap interval of a speculative choice's throughput, tokens/s: its
-    recommended configuration's EWIF interval (:func:`ewif.predict.bootstrap.prediction_interval`:
-    the measuring prompts' acceptance resampled, the timing's errors drawn) over its AR
-    token's seconds; None when it decodes autoregressively or the set (``model_set``, the
-    trial's) holds no per-prompt evidence."""
-    rec = trial.recommendation
-    if rec is None or rec.decision != "speculative" or model_set.bootstrap is None:
-        return None
-    (found,) = prediction_intervals(model_set, [rec.best])
-    return found.low / trial.ar_token_s, found.high / trial.ar_token_s
-
-
 def summary(
     chosen: NumericsTrial,
     trials: Sequence[NumericsTrial],
     seconds: float,
     own: float | None = None,
-    interval: tuple[float, float] | None = None,
 ) -> list[str]:
-    """What was chosen (score ± its standard error, recommendation, batch invariance, its
-    rounds and why they stopped) and why (how many candidates each rule excluded), then one
-    line for every candidate predicted faster than the choice, naming the rule that excluded
-    it; with the choice's throughput ``interval`` (:func:`throughput_interval`), a line with it
-    naming every measured candidate whose score falls inside (a lead the drafts' acceptance
-    may not hold); with ``own`` — the seconds the chosen numerics alone took (one load, α, its
+    """What was chosen (score ± its standard error, assured throughput and choice rule,
+    recommendation, batch invariance, its rounds and why they stopped) and why (how many
+    candidates each rule excluded), then one line for every candidate predicted faster than
+    the choice, naming the rule that excluded it (and its assured throughput); with the
+    choice's throughput interval (a speculative choice), a line with it naming every measured
+    candidate whose score falls inside (a lead the drafts' acceptance may not hold); with
+    ``own`` — the seconds the chosen numerics alone took (one load, α, its
     rounds and its check: what a run given those numerics pays) — a last line with what the
     search added to that."""
     rec, inv = chosen.recommendation, chosen.invariance
@@ -253,7 +268,8 @@ def summary(
     what = rec.best.describe() if rec.decision == "speculative" else "autoregressive decoding"
     lines = [
         f"numerics: {chosen.label}, predicted {chosen.score:.2f} ± {chosen.score_se:.2f} "
-        f"tokens/s ({what}, EWIF {max(rec.ewif, 1.0):.3f}); batch invariance "
+        f"tokens/s ({what}, EWIF {max(rec.ewif, 1.0):.3f}){_assured(chosen)} (chosen by the "
+        f"{chosen.choice} rule); batch invariance "
         f"{inv.describe(chosen.dtype)} ({chosen.rule})"
         + ("" if chosen.eligible else " (none eligible: highest agreement taken)")
         + f"; {_rounds(chosen)}"
@@ -275,10 +291,10 @@ def summary(
             why = f"batch invariance {t.invariance.describe(t.dtype)} under the {t.rule} rule"
         lines.append(
             f"faster, not chosen: {t.label} at a predicted {t.score:.2f} ± {t.score_se:.2f} "
-            f"tokens/s ({t.stage}, {_rounds(t)}): excluded by {why}"
+            f"tokens/s{_assured(t)} ({t.stage}, {_rounds(t)}): excluded by {why}"
         )
-    if interval is not None:
-        low, high = interval
+    if chosen.interval is not None:
+        low, high = chosen.interval
         inside = [
             f"{t.label} at {t.score:.2f}"
             for t in trials
@@ -296,6 +312,11 @@ def summary(
             f"the search added {seconds - own:.0f} s"
         )
     return lines
+
+
+def _assured(t: NumericsTrial) -> str:
+    """``", assured A"`` of a trial with a throughput interval (a speculative one), else ``""``."""
+    return "" if t.interval is None else f", assured {t.assured:.2f}"
 
 
 def _rounds(t: NumericsTrial) -> str:

@@ -45,6 +45,7 @@ from realrun.methods import (
     recommended_method,
 )
 from realrun.numerics import measure_numerics
+from realrun.numerics_choice import DEFAULT_CHOICE
 from realrun.predictions import method_lengths
 from realrun.prompts import Prompt, categories, encode, load_prompts, stratified
 from realrun.run_context import context_predictions, run_context, timing_at
@@ -139,6 +140,7 @@ def run_pipeline(
     threads: int | str = "auto",
     k_max: int = 12,
     batch_invariance: str = "strict",
+    numerics_choice: str = DEFAULT_CHOICE,
     leniences: Sequence[float] = (1.0, 2.0, 3.0, 5.0),
     model_set: ModelSet | None = None,
     K: object | None = None,
@@ -159,7 +161,8 @@ def run_pipeline(
     is the cascade decoder with the target alone. ``held_out_categories``: categories left
     out of the measuring split (:func:`split_prompts`); a measured model set carries α per
     category (:func:`realrun.categories.with_categories`). ``batch_invariance`` is the numerics
-    search's rule (``strict`` or ``near-ties``, :mod:`realrun.invariance`). ``trees``: add the
+    search's rule (``strict`` or ``near-ties``, :mod:`realrun.invariance`), ``numerics_choice``
+    its ranking (``assured`` or ``mean``, :mod:`realrun.numerics_choice`). ``trees``: add the
     tree search's methods (module docstring; ``tree_bounds`` its bounds, default budgets
     ``0..min(k_max, 8)``). ``min_timing_seconds``: the cost curves' rounds are extended
     while they took less (:func:`realrun.timing.time_family`, *Rounds by time*)."""
@@ -179,6 +182,7 @@ def run_pipeline(
         decoding=decoding,
         k_max=k_max,
         batch_invariance=batch_invariance,
+        numerics_choice=numerics_choice,
         progress=progress,
         min_timing_seconds=min_timing_seconds,
     )

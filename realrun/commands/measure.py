@@ -73,6 +73,33 @@ def add_model_arguments(parser: argparse.ArgumentParser, models_nargs: str = "+"
         "(1 = all; used when --temperature > 0)",
     )
     parser.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
+    add_numerics_arguments(parser)
+    parser.add_argument("--k-max", type=int, default=12, help="largest K entry searched")
+    parser.add_argument(
+        "--min-timing-seconds",
+        type=float,
+        default=60.0,
+        help="the cost curves' timing rounds go on while they took less than this, up to "
+        "four times as many (default 60: a small model's cheap rounds are timed longer)",
+    )
+    parser.add_argument(
+        "--backend",
+        choices=("transformers", "llama.cpp"),
+        default="transformers",
+        help="inference engine: transformers, or llama.cpp (.gguf files as "
+        "stored; needs the llamacpp extra)",
+    )
+    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    parser.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="progress bars on stderr (default: only when stderr is a terminal)",
+    )
+
+
+def add_numerics_arguments(parser: argparse.ArgumentParser) -> None:
+    """The numerics and how the search judges them (:mod:`realrun.numerics`)."""
     parser.add_argument(
         "--dtype",
         default="auto",
@@ -97,27 +124,15 @@ def add_model_arguments(parser: argparse.ArgumentParser, models_nargs: str = "+"
         "0.125): the faster dtype may win, and a greedy output may then differ from AR's at "
         "such a near-tie (it follows the verifying pass)",
     )
-    parser.add_argument("--k-max", type=int, default=12, help="largest K entry searched")
     parser.add_argument(
-        "--min-timing-seconds",
-        type=float,
-        default=60.0,
-        help="the cost curves' timing rounds go on while they took less than this, up to "
-        "four times as many (default 60: a small model's cheap rounds are timed longer)",
-    )
-    parser.add_argument(
-        "--backend",
-        choices=("transformers", "llama.cpp"),
-        default="transformers",
-        help="inference engine: transformers, or llama.cpp (.gguf files as "
-        "stored; needs the llamacpp extra)",
-    )
-    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    parser.add_argument(
-        "--progress",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="progress bars on stderr (default: only when stderr is a terminal)",
+        "--numerics-choice",
+        choices=("assured", "mean"),  # realrun.numerics_choice.CHOICE_RULES
+        default="assured",
+        help="how the numerics search ranks candidates (--dtype/--threads auto): assured "
+        "(default) by the throughput's one-sided 95 %% lower bound over the drafts' acceptance "
+        "resampled, so a speculative lead must hold at its worst plausible acceptance; mean by "
+        "the predicted throughput at the measured acceptance (faster on average with many "
+        "measuring prompts; the rule of files made before this option)",
     )
 
 
@@ -185,7 +200,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def model_options(args: argparse.Namespace) -> dict[str, Any]:
     """The options of :func:`add_model_arguments` as ``measure_numerics`` and
     ``run_pipeline`` take them: the family (``mag``, ``bigram``, ``backend``), its numerics
-    (``device``, ``dtype``, ``threads``, the ``batch_invariance`` rule), the decoding
+    (``device``, ``dtype``, ``threads``, the ``batch_invariance`` and ``numerics_choice``
+    rules), the decoding
     (``--temperature``/``--top-p``), ``max_new_tokens``, ``k_max``, ``min_timing_seconds``
     and ``progress`` (``--progress``/``--no-progress``, else bars only when stderr is a
     terminal)."""
@@ -194,6 +210,7 @@ def model_options(args: argparse.Namespace) -> dict[str, Any]:
     names = ("mag", "bigram", "backend", "device", "dtype", "threads", "max_new_tokens", "k_max")
     return {name: getattr(args, name) for name in names} | {
         "batch_invariance": args.batch_invariance,
+        "numerics_choice": args.numerics_choice,
         "min_timing_seconds": args.min_timing_seconds,
         "decoding": Decoding(args.temperature, args.top_p),
         "progress": sys.stderr.isatty() if args.progress is None else args.progress,

@@ -10,6 +10,7 @@ import pytest
 from ewif.cli import main
 from ewif.files import model_set as model_io
 from ewif.files import results as results_io
+from realrun.numerics_choice import CHOICE_RULES
 
 NUMERICS = ["--dtype", "float32", "--threads", "1", "--measure-prompts", "2"]
 
@@ -249,6 +250,11 @@ def test_bad_input_exits_2_with_one_line(
     with pytest.raises(SystemExit) as exit_:
         main(["measure", t, near, "--batch-invariance", "loose", "-o", str(tmp_path / "x.json")])
     assert exit_.value.code == 2 and "invalid choice: 'loose'" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_:
+        main(["realrun", t, near, "--numerics-choice", "best", "-o", str(tmp_path / "x.json")])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and "invalid choice: 'best'" in err
+    assert all(f"'{rule}'" in err for rule in CHOICE_RULES)  # the parser's list is the rules'
 
 
 def test_the_batch_invariance_rule_reaches_the_model_set(tiny_model_dirs, prompt_file, tmp_path):

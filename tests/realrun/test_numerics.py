@@ -17,6 +17,7 @@ from ewif.files.model_set import ModelSet
 from ewif.search.recommendation import recommend
 from realrun.invariance import Disagreement, Invariance
 from realrun.numerics import STAGES, NumericsTrial, measure_numerics
+from realrun.numerics_choice import check_choice, throughput_interval
 from realrun.numerics_trials import (
     EXCLUSIONS,
     QUICK_NOISE,
@@ -25,7 +26,6 @@ from realrun.numerics_trials import (
     reread_separation,
     summary,
     throughput_bound,
-    throughput_interval,
 )
 from realrun.pipeline import split_prompts
 from realrun.timing import PassTiming
@@ -335,22 +335,49 @@ def test_the_choice_says_which_candidates_its_interval_holds():
     rec = recommend(model_set, k_max=3)
     assert rec.decision == "speculative"
     ok = Invariance(4, 48, 48, None)
-    chosen = NumericsTrial("bfloat16", 2, 0.24, "confirmed", 7.6, rec, ok, rounds=10)
-    low, high = throughput_interval(chosen, model_set)
+    low, high = throughput_interval(rec, model_set, 0.24)
     assert low < max(rec.ewif, 1.0) / 0.24 < high
+    chosen = NumericsTrial("bfloat16", 2, 0.24, "confirmed", 7.6, rec, ok, rounds=10)
+    chosen = replace(chosen, interval=(low, high))
     near = NumericsTrial("float16", 2, 0.14, "rounds", (low + high) / 2 - 0.5, rec, ok, rounds=10)
     bound = NumericsTrial(
         "float32", 1, 0.4, "bound", (low + high) / 2, excluded_by="quick-look bound"
     )
     far = NumericsTrial("float16", 1, 0.2, "rounds", low - 1.0, rec, ok, rounds=3)
-    lines = summary(chosen, [chosen, near, bound, far], 600.0, interval=(low, high))
+    lines = summary(chosen, [chosen, near, bound, far], 600.0)
     assert lines[-1].startswith(f"uncertain: the choice's throughput, 90 % interval [{low:.2f}, ")
     assert "inside it: float16 × 2 threads at" in lines[-1] and "float32" not in lines[-1]
     assert "float16 × 1" not in lines[-1]
     hopeless = recommend(_target_and_drafter(0.01, 0.5), k_max=2)
-    autoregressive = replace(chosen, recommendation=hopeless)
-    assert autoregressive.recommendation.decision == "autoregressive"
-    assert throughput_interval(autoregressive, model_set) is None
+    assert hopeless.decision == "autoregressive"
+    assert throughput_interval(hopeless, model_set, 0.24) is None
+
+
+def test_the_assured_rule_would_have_chosen_float16_in_the_shipped_bfloat16_search():
+    """qwen_bfloat16_searched chose (by the mean rule, the only one then) bfloat16 × 2's
+    cascade at 7.64 tokens/s over float16 × 2's AR at 7.12; the cascade measured 6.58. Its
+    assured throughput — the 5th percentile over the measuring prompts' acceptance — is below
+    float16's AR (which has no acceptance to be wrong about), so the assured rule ranks float16
+    first; the mean rule, the cascade."""
+    run = results_io.load(DATA / "qwen_bfloat16_searched.json")
+    model_set = ModelSet.from_dict(run.metadata["model_set"], "run")
+    stored = run.metadata["model_set"]["metadata"]["numerics_trials"]
+    trials = {t["dtype"]: t for t in stored if t["threads"] == 2}
+    rec = recommend(model_set, k_max=12)
+    unit = trials["bfloat16"]["ar_seconds_per_token"]
+    ok = Invariance(4, 48, 48, None)
+    interval = throughput_interval(rec, model_set, unit)
+    spec = NumericsTrial("bfloat16", 2, unit, "confirmed", max(rec.ewif, 1) / unit, rec, ok)
+    spec = replace(spec, interval=interval, choice="assured")
+    f16 = trials["float16"]
+    ar = NumericsTrial("float16", 2, f16["ar_seconds_per_token"], "rounds",
+                       f16["predicted_tokens_per_s"], None, ok, choice="assured")  # fmt: skip
+    assert spec.score > ar.score and spec.assured < ar.assured
+    assert spec.assured < 6.58 < spec.score  # the cascade's measured throughput
+    assert spec.rank < ar.rank
+    assert replace(spec, choice="mean").rank > replace(ar, choice="mean").rank
+    with pytest.raises(ValueError, match="choice must be one of assured, mean, got 'best'"):
+        check_choice("best")
 
 
 def test_a_separation_is_re_read_against_the_choices_final_rounds():

@@ -72,15 +72,19 @@ def test_score_stderr_is_the_units_relative_error():
 class _StubSearch(_Search):
     """The search's stage logic over scripted rounds: candidate ``(dtype, threads)``'s
     rounds decode ``TOKENS`` tokens in the seconds ``script[(dtype, threads)]`` cycles
-    through; its score is ``1 / t_AR`` (autoregressive decoding); bfloat16 targets fail batch
-    invariance when ``flips``."""
+    through; its score is ``1 / t_AR`` (autoregressive decoding), or for a candidate in
+    ``speculative`` — ``(dtype, threads) -> (EWIF, low)`` — ``EWIF / t_AR`` with the throughput
+    interval ``[low, 1.1]·EWIF / t_AR``; bfloat16 targets fail batch invariance when ``flips``;
+    ``choice`` is the choice rule."""
 
-    def __init__(self, script, repeats=10, flips=False):
+    def __init__(self, script, repeats=10, flips=False, speculative=None, choice="assured"):
         settings = SearchSettings(
             tuple(dict.fromkeys(d for d, _ in script)),
             tuple(dict.fromkeys(t for _, t in script)),
             TOKENS, (1.0,), Decoding(), k_max=2, max_m=2, repeats=repeats, warmup=1,
+            choice=choice,
         )  # fmt: skip
+        self.speculative = speculative or {}
         super().__init__(settings, [], lambda dtype: None)
         self.script = {key: cycle(seconds) for key, seconds in script.items()}
         self.labels = {d: d for d in settings.dtypes}
@@ -97,15 +101,18 @@ class _StubSearch(_Search):
         timing = FamilyTiming({}, None, (TOKENS,) * rounds, seconds, contexts=(1,) * rounds)
         return Costs(("t",), timing, {}, 1, rounds, 0)
 
-    def scored(self, c, stage, held=None):  # the recommendation is always _AR here
+    def scored(self, c, stage, held=None):  # scripted recommendations: _AR or _SPECULATIVE
         unit, se = per_token(c.costs.family.ar_tokens, c.costs.family.ar_seconds)
         invariance, stopped = (
             (None, None) if c.trial is None else (c.trial.invariance, c.trial.stopped)
         )
+        ewif, low = self.speculative.get((c.dtype, c.threads), (1.0, None))
+        value = ewif / unit
         c.trial = replace(
-            self.trial(c, stage, 1.0 / unit, unit),
-            recommendation=_AR,
-            score_se=score_stderr(1.0 / unit, unit, se),
+            self.trial(c, stage, value, unit),
+            recommendation=_AR if low is None else _SPECULATIVE,
+            interval=None if low is None else (low * value, 1.1 * value),
+            score_se=score_stderr(value, unit, se),
             rounds=c.rounds,
             invariance=invariance,
             stopped=stopped,
@@ -124,20 +131,23 @@ class _StubSearch(_Search):
         return self.choose()
 
 
-def _ar_recommendation():
-    alpha = np.full((2, 2), np.nan)
-    alpha[0, 1] = 0.1
-    slow = ModelSet(
+def _recommendation(alpha, drafter_cost):
+    """The recommendation of a target and one drafter: ``alpha = 0.1`` at cost 0.9 decodes
+    autoregressively; ``alpha = 0.8`` at cost 0.05 speculates."""
+    matrix = np.full((2, 2), np.nan)
+    matrix[0, 1] = alpha
+    pair = ModelSet(
         models=("t", "d"),
-        cost=np.array([1.0, 0.9]),
+        cost=np.array([1.0, drafter_cost]),
         cost_per_token=np.zeros(2),
-        alpha={1.0: alpha},
-        cost_curve=(np.array([1.0, 1.9]), np.array([0.9])),
+        alpha={1.0: matrix},
+        cost_curve=(np.array([1.0, 1.05]), np.array([drafter_cost])),
     )
-    return recommend(slow, k_max=2)
+    return recommend(pair, k_max=2)
 
 
-_AR = _ar_recommendation()
+_AR = _recommendation(0.1, 0.9)
+_SPECULATIVE = _recommendation(0.8, 0.05)
 _FLIP = Invariance(4, 48, 47, 0.125, (Disagreement(0.125, 20.0),))
 
 
@@ -274,3 +284,49 @@ def test_a_bound_is_checked_against_a_confirmed_leader():
     assert t[("float16", 2)].stage == "confirmed" and t[("float16", 2)].score < 9.0
     assert t[("float16", 1)].excluded_by != "quick-look bound"
     assert (chosen.dtype, chosen.threads) == ("float16", 1)
+
+
+@pytest.mark.parametrize("choice", ["assured", "mean"])
+def test_a_speculative_lead_resting_on_acceptance_is_weighed_by_the_choice_rule(choice):
+    """bfloat16's cascade predicts 1.3 / 0.15 = 8.67 tokens/s, but at its acceptance's 5th
+    percentile only 0.75 of that (6.50); float16 decodes autoregressively at 1 / 0.13 = 7.69.
+    The mean rule chooses the cascade; the assured rule chooses float16, separating the
+    cascade below it by its assured throughput, and the account still names the cascade as
+    faster, with both figures."""
+    script = {("bfloat16", 2): _rounds(0.150, 0.01), ("float16", 2): _rounds(0.130, 0.01)}
+    search = _StubSearch(script, speculative={("bfloat16", 2): (1.3, 0.75)}, choice=choice)
+    chosen = search.run()
+    t = _trials(search)
+    spec, ar = t[("bfloat16", 2)], t[("float16", 2)]
+    assert spec.score == pytest.approx(1.3 / 0.150, rel=0.02)
+    assert spec.assured == pytest.approx(0.75 * spec.score) and ar.assured == ar.score
+    if choice == "mean":
+        assert (chosen.dtype, chosen.threads) == ("bfloat16", 2)
+        assert ar.excluded_by == "separated" and spec.rank == spec.score
+        return
+    assert (chosen.dtype, chosen.threads) == ("float16", 2)
+    assert spec.excluded_by == "separated" and spec.rank == spec.assured
+    assert spec.rank_se == pytest.approx(spec.score_se * 0.75)
+    lines = summary(chosen.trial, list(t.values()), 60.0)
+    assert "(autoregressive decoding, EWIF 1.000) (chosen by the assured rule)" in lines[0]
+    (faster,) = [line for line in lines if line.startswith("faster, not chosen: ")]
+    assert f"predicted {spec.score:.2f} ± {spec.score_se:.2f} tokens/s, assured 6.5" in faster
+    assert faster.endswith("excluded by " + EXCLUSIONS["separated"])
+    record = spec.to_dict()
+    assert record["assured_tokens_per_s"] == spec.assured and record["choice_rule"] == "assured"
+    assert record["throughput_interval_tokens_per_s"] == list(spec.interval)
+
+
+def test_a_race_gives_its_rounds_to_the_noisier_of_the_two():
+    """A leader whose short curve is noisy (±10 % per round) and a steady runner-up 4 %
+    slower: the difference's error is the leader's, so the race's rounds go to the leader —
+    rounds it takes anyway if chosen — and the runner-up is separated below with fewer
+    rounds than the cap."""
+    script = {("float16", 2): _rounds(0.100, 0.10), ("bfloat16", 2): _rounds(0.104, 0.002)}
+    search = _StubSearch(script)
+    lead, runner = search.candidates
+    search.run_candidate(lead)
+    search.run_candidate(runner)
+    assert lead.rounds > MIN_ROUNDS and lead.trial.stage == "short curve"
+    assert runner.trial.excluded_by == "separated" and runner.rounds < 10
+    assert search.choose() is lead and lead.rounds == 10
