@@ -381,7 +381,8 @@ def test_the_assured_rule_would_have_chosen_float16_in_the_shipped_bfloat16_sear
 
 
 def test_a_separation_is_re_read_against_the_choices_final_rounds():
-    """The shipped numerics_search_qwen run: float16 × 2 was separated below bfloat16 × 2
+    """A three-model search of this project's (docs/findings.md, the numerics search of the
+    three-model family, its 648 s run): float16 × 2 was separated below bfloat16 × 2
     while the latter's score was higher; after the choice's full rounds the two are 8.31 ±
     0.23 and 8.49 ± 0.31, within their errors, so the record says the separation was earlier;
     a gap that still holds keeps its label, and other exclusions are untouched."""
