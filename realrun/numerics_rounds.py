@@ -10,13 +10,15 @@ The score's standard error. By the delta method on ``1 / t_AR`` with EWIF* held 
 estimate, ``se(S) = S · se(t_AR) / t_AR``: the score is as precise, relatively, as the AR
 unit (:func:`score_stderr`). It is exact when the recommendation is autoregressive
 (``S = 1 / t_AR``); for a speculative one the cycle's pass seconds, timed in the same rounds
-on the same machine, stand for it. α is one measurement shared by every candidate, so its
-error does not move one candidate against another and is left out.
+on the same machine, stand for it. α's error is left out here: more rounds never shrink it,
+and these rules only decide how many rounds to time. The choice weighs it (the ``assured``
+rule of :mod:`realrun.numerics_choice`), and every comparison here is of the rule's *rank*
+with its timing error ``se(S)·rank/S``.
 
 Separation (a runner-up's rounds, :func:`separation`). A candidate is *separated* from the
-leader (the best eligible score so far) when, after at least :data:`MIN_ROUNDS` rounds
-each, the difference of their scores exceeds :data:`SEPARATION_Z` standard errors of the
-difference, ``|S − S_lead| > z · √(se(S)² + se(S_lead)²)``: below, it is excluded
+leader (the best eligible rank so far) when, after at least :data:`MIN_ROUNDS` rounds
+each, the difference of their ranks exceeds :data:`SEPARATION_Z` standard errors of the
+difference, ``|R − R_lead| > z · √(se(R)² + se(R_lead)²)``: below, it is excluded
 (``"separated"``); above, it becomes the leader. While neither holds, one more round goes
 to whichever of the two has the larger standard error — the leader's rounds, up to
 ``repeats``, are never wasted: the chosen candidate takes ``repeats`` rounds in all — until
@@ -35,7 +37,7 @@ pass's mean over 3 rounds scatters by ~9 % on a shared VM (15 % per round).
 from __future__ import annotations
 
 #: One-sided z of a 95 % confidence level: a runner-up is separated from the leader when
-#: their scores differ by more than this many standard errors of the difference (a runner-up
+#: their ranks differ by more than this many standard errors of the difference (a runner-up
 #: that is really as fast as the leader is excluded at one look with probability ≤ 5 %).
 SEPARATION_Z = 1.645
 #: Relative standard error of the AR unit at which the leader's rounds stop (1.5 %: its
@@ -45,8 +47,8 @@ PRECISION = 0.015
 MIN_ROUNDS = 3
 #: Why a candidate's timing rounds stopped (``NumericsTrial.stopped``).
 STOPS = {
-    "bound": "not timed: its quick-look bound was below the best eligible score",
-    "separated": f"its score was {SEPARATION_Z} standard errors below the leader's",
+    "bound": "not timed: its quick-look bound was below the best eligible rank",
+    "separated": f"its rank was {SEPARATION_Z} standard errors below the leader's",
     "batch invariance": "its target failed batch invariance after its short curve",
     "precision": f"its AR unit's relative standard error reached {PRECISION:.1%}",
     "repeats": "it reached the repeats cap",
@@ -63,9 +65,10 @@ def score_stderr(score: float, unit: float, unit_se: float) -> float:
 def separation(
     score: float, se: float, rounds: int, lead: float, lead_se: float, lead_rounds: int
 ) -> str | None:
-    """``"below"`` or ``"above"`` when a candidate's score is separated from the leader's
-    (module docstring: both with at least :data:`MIN_ROUNDS` rounds, the difference beyond
-    :data:`SEPARATION_Z` standard errors of it), else None."""
+    """``"below"`` or ``"above"`` when a candidate's rank (``score``, the choice rule's
+    throughput) is separated from the leader's (module docstring: both with at least
+    :data:`MIN_ROUNDS` rounds, the difference beyond :data:`SEPARATION_Z` standard errors of
+    it), else None."""
     if min(rounds, lead_rounds) < MIN_ROUNDS:
         return None
     bar = SEPARATION_Z * (se * se + lead_se * lead_se) ** 0.5
