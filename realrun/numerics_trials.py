@@ -22,8 +22,9 @@ are below every real pass cost, and since a configuration's throughput only rise
 pass gets cheaper, the recommendation on the floors (with the measured α) bounds every
 configuration's throughput: ``U = max(EWIF*_floor, 1) / (ℓ_0(1)·(1 − noise))`` tokens/s
 (autoregressive decoding pays at least the target's one-token pass; ``noise`` covers the
-quick look's own timing error). A candidate whose ``U`` is below the best eligible score
-cannot win (:func:`throughput_bound`).
+quick look's own timing error). A candidate whose ``U`` is below the best eligible rank
+cannot win (``U`` bounds its score, and the score its assured throughput;
+:func:`throughput_bound`).
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ from realrun.pass_timing import PassTiming
 STAGES = ("bound", "short curve", "invariance", "rounds", "confirmed")
 #: The rules that exclude a candidate, by name (``NumericsTrial.excluded_by``).
 EXCLUSIONS = {
-    "quick-look bound": "its quick-look bound is below the best eligible score",
+    "quick-look bound": "its quick-look bound is below the best eligible rank",
     "separated": (
         f"its rank (the choice rule's throughput) is below the best eligible one by more than "
         f"{SEPARATION_Z} standard errors of the difference (one-sided, 95 %)"
@@ -125,9 +126,10 @@ class NumericsTrial:
 
     @property
     def assured(self) -> float:
-        """The assured throughput: the interval's low end, else the score (autoregressive:
-        EWIF 1 exactly; at stage ``"bound"`` an upper bound of it)."""
-        return self.score if self.interval is None else self.interval[0]
+        """The assured throughput: the interval's low end, never above the score (a skewed
+        bootstrap can put its 5th percentile above the estimate), else the score
+        (autoregressive: EWIF 1 exactly; at stage ``"bound"`` an upper bound of it)."""
+        return self.score if self.interval is None else min(self.interval[0], self.score)
 
     @property
     def rank(self) -> float:

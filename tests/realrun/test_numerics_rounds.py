@@ -27,7 +27,7 @@ from realrun.numerics_rounds import (
     separation,
 )
 from realrun.numerics_settings import SearchSettings
-from realrun.numerics_trials import EXCLUSIONS, summary
+from realrun.numerics_trials import EXCLUSIONS, NumericsTrial, summary
 from realrun.pass_timing import FamilyTiming, per_token
 from simulate.decoder.sampling import Decoding
 
@@ -330,3 +330,22 @@ def test_a_race_gives_its_rounds_to_the_noisier_of_the_two():
     assert lead.rounds > MIN_ROUNDS and lead.trial.stage == "short curve"
     assert runner.trial.excluded_by == "separated" and runner.rounds < 10
     assert search.choose() is lead and lead.rounds == 10
+
+
+@given(
+    score=st.floats(0.1, 100.0),
+    low=st.floats(0.01, 200.0),
+    width=st.floats(0.0, 50.0),
+    se=st.floats(0.0, 5.0),
+    choice=st.sampled_from(["assured", "mean"]),
+)
+def test_the_assured_throughput_never_exceeds_the_score(score, low, width, se, choice):
+    """``A <= S`` for every interval (a skewed bootstrap's low end may lie above the
+    estimate), so a bound of the score bounds the rank under either rule; the rank's timing
+    error scales with it."""
+    trial = NumericsTrial("float16", 2, 0.1, "rounds", score, _SPECULATIVE, score_se=se)
+    trial = replace(trial, interval=(low, low + width), choice=choice)
+    assert trial.assured == min(low, score) <= trial.score
+    assert trial.rank == (trial.assured if choice == "assured" else score)
+    assert trial.rank_se == pytest.approx(se * trial.rank / score)
+    assert replace(trial, interval=None).assured == score
