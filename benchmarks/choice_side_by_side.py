@@ -73,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     for i, prompt in enumerate(tqdm(held, desc="prompts", unit="prompt")):
         for dtype, method in arms[i % len(arms) :] + arms[: i % len(arms)]:
-            family = families[dtype]
+            arm, family = f"{dtype} {method.name}", families[dtype]
             set_threads(family, args.threads)
             one = run_side_by_side(
                 [method],
@@ -85,8 +85,8 @@ def main(argv: list[str] | None = None) -> int:
                 progress=False,
             )
             (measured,) = one.methods
-            totals[f"{dtype} {method.name}"][0] += measured.tokens
-            totals[f"{dtype} {method.name}"][1] += measured.seconds
+            totals[arm][0] += measured.tokens
+            totals[arm][1] += measured.seconds
     speed = {arm: tokens / seconds for arm, (tokens, seconds) in totals.items()}
     mean_choice, assured_choice = f"bfloat16 {arms[2][1].name}", "float16 AR"
     record = {

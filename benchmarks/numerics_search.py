@@ -43,6 +43,7 @@ import time
 from pathlib import Path
 
 from realrun.numerics import CPU_DTYPES, Measured, measure_numerics
+from realrun.numerics_choice import CHOICE_RULES, DEFAULT_CHOICE
 from realrun.pipeline import cpu_description, split_prompts
 from simulate.decoder.sampling import Decoding
 
@@ -145,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--limit", type=int, default=8, help="measuring prompts (default: 8)")
     parser.add_argument("--max-new-tokens", type=int, default=32)
     parser.add_argument("--batch-invariance", choices=("strict", "near-ties"), default="strict")
-    parser.add_argument("--numerics-choice", choices=("assured", "mean"), default="assured")
+    parser.add_argument("--numerics-choice", choices=tuple(CHOICE_RULES), default=DEFAULT_CHOICE)
     parser.add_argument("--json", type=Path, help="write the results here")
     parser.add_argument(
         "--only", choices=("staged", "exhaustive"), help="run one search (default: both)"

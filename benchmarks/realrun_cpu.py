@@ -60,6 +60,7 @@ import fetch_weights
 
 from ewif.files import results as results_io
 from realrun.commands.measure import threads_arg
+from realrun.numerics_choice import CHOICE_RULES, DEFAULT_CHOICE
 from realrun.pipeline import run_pipeline
 from realrun.results_tables import format_results
 from simulate.decoder.sampling import Decoding
@@ -107,8 +108,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument(
         "--numerics-choice",
-        choices=["assured", "mean"],
-        default="assured",
+        choices=list(CHOICE_RULES),
+        default=DEFAULT_CHOICE,
         help="how the numerics search ranks candidates (realrun.numerics_choice)",
     )
     p.add_argument("--tag", default="", help="suffix of the results file name")

@@ -137,11 +137,11 @@ def fit_context_cost(
             continue
         (u, w), se, wald, cov = _slopes_with_covariance(L, timing.samples, timing.m)
         kept = wald >= WALD_THRESHOLD
-        slope, told = _slope_by_size(u, w, cov, len(curve))
-        priced = kept & told
+        slope, slope_se = _slope_by_size(u, w, cov, len(curve))
+        priced = kept & (np.abs(slope) > SIGNIFICANCE * slope_se)
         slopes.append(slope / unit * priced)
-        if k == 0 and kept:
-            stand_in = (u + w, float(np.sqrt(max(cov[0, 0] + cov[1, 1] + 2 * cov[0, 1], 0.0))))
+        if k == 0 and kept:  # the target's one-token pass: its slope at m = 1
+            stand_in = (float(slope[0]), float(slope_se[0]))
         record[name] = {
             "per_pass_s": u,
             "per_position_s": w,
@@ -177,12 +177,11 @@ def fit_context_cost(
 
 
 def _slope_by_size(u: float, w: float, cov: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """``(u + w·m, told)`` for ``m = 1..n``: the slope at each size and whether it is
-    :data:`SIGNIFICANCE` standard errors (``var u + m²·var w + 2m·cov``) from 0 there."""
+    """``(u + w·m, its standard error)`` for ``m = 1..n``: the slope at each size and
+    ``√(var u + m²·var w + 2m·cov)``."""
     m = np.arange(1, n + 1)
-    slope = u + w * m
     se = np.sqrt(np.maximum(cov[0, 0] + m**2 * cov[1, 1] + 2 * m * cov[0, 1], 0.0))
-    return slope, np.abs(slope) > SIGNIFICANCE * se
+    return u + w * m, se
 
 
 def _source(direct, stand_in) -> str:
