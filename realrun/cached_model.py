@@ -28,6 +28,7 @@ import numpy as np
 
 from ewif.base import validate
 from realrun.counters import PassCounters, TimingHook
+from realrun.prefix_store import MIN_TOKENS
 from realrun.tree_pass import PendingTree, TreePass, accepted_path, check_tree, extends
 from simulate.decoder.interface import common_prefix
 
@@ -59,6 +60,8 @@ class CachedTokenModel(PassCounters):
         self._cached = ids
         self._last_row = scores[-1]
         self._record(len(ids) - keep, n, seconds)
+        if len(ids) - keep >= MIN_TOKENS:
+            self._prefilled()
         return scores
 
     def tree_logits(
@@ -149,6 +152,11 @@ class CachedTokenModel(PassCounters):
     def _drop_cache(self) -> None:
         """Empty the backend's cache."""
         raise NotImplementedError
+
+    def _prefilled(self) -> None:
+        """After a pass that fed at least :data:`realrun.prefix_store.MIN_TOKENS` positions (a
+        prefill): keep the cache for reuse if the backend can (transformers:
+        :mod:`realrun.prefix_store`); nothing by default."""
 
     def _forward_tree(self, plan: TreePass) -> np.ndarray:
         """One pass feeding ``plan`` (:mod:`realrun.tree_pass`) on the cache; float32 logits

@@ -19,6 +19,7 @@ from realrun.bigram import BigramTable
 from realrun.hf_model import HFTokenModel
 from realrun.loading import load_model
 from realrun.maxgram import MaxGram
+from realrun.prefix_store import PrefixStore
 from realrun.prompts import load_prompts
 from realrun.vocabulary import check_logit_width, check_shared_vocabulary
 from simulate.decoder.interface import Proposer, TokenModel
@@ -85,7 +86,7 @@ def load_family(
         ]
         check_shared_vocabulary({m.name: m.tokenizer for m in loaded})
         tokenizer = loaded[0].tokenizer
-        chain = [HFTokenModel(m.model, m.name) for m in loaded]
+        chain = [HFTokenModel(m.model, m.name, prefix_store=PrefixStore()) for m in loaded]
         dtype_name = str(loaded[0].dtype).removeprefix("torch.")
         device_name = str(loaded[0].device)
     if len({m.name for m in loaded}) != len(loaded):

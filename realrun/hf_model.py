@@ -45,6 +45,7 @@ from transformers.cache_utils import DynamicLayer
 
 from realrun.cached_model import CachedTokenModel
 from realrun.counters import TimingHook
+from realrun.prefix_store import PrefixStore
 from realrun.tree_pass import PendingTree, TreePass
 from simulate.decoder.interface import common_prefix
 
@@ -56,7 +57,12 @@ class HFTokenModel(CachedTokenModel):
     """``TokenModel`` over a transformers causal LM (batch size 1, one KV cache)."""
 
     def __init__(
-        self, model: PreTrainedModel, name: str, *, timing_hook: TimingHook | None = None
+        self,
+        model: PreTrainedModel,
+        name: str,
+        *,
+        timing_hook: TimingHook | None = None,
+        prefix_store: PrefixStore | None = None,
     ) -> None:
         if not isinstance(model, PreTrainedModel):
             raise TypeError(f"model must be a transformers PreTrainedModel, got {type(model)!r}")
@@ -73,6 +79,9 @@ class HFTokenModel(CachedTokenModel):
         )
         self._device = model.get_output_embeddings().weight.device
         self._cache: DynamicCache | None = None
+        #: Prefilled prompts kept for reuse (:mod:`realrun.prefix_store`; None: none kept, and
+        #: the model feeds exactly what the interface's cache contract says).
+        self.prefix_store = prefix_store
 
     def _forward(self, fed: list[int], start: int, n: int) -> np.ndarray:
         with torch.inference_mode():
@@ -85,6 +94,14 @@ class HFTokenModel(CachedTokenModel):
                 input_ids=torch.tensor([fed], dtype=torch.long, device=self._device), **kwargs
             )
             return out.logits[0, -n:, :].float().cpu().numpy()
+
+    def _prefilled(self) -> None:
+        """Keep a copy of the cache (it holds ``_cached``) in the prefix store."""
+        if self.prefix_store is None:
+            return
+        copy = _copied(self._cache, len(self._cached), self.model.config)
+        if copy is not None:
+            self.prefix_store.put(self._cached, copy, _nbytes(copy), _tag())
 
     def _drop_cache(self) -> None:
         self._cache = None
@@ -150,18 +167,21 @@ class HFTokenModel(CachedTokenModel):
         cache, n = self._cache, len(prefix)
         if cache is None or self._tree is not None or common_prefix(self._cached, prefix) < n:
             return None
-        if n == 0 or not all(type(layer) is DynamicLayer for layer in cache.layers):
-            return None
-        copy = DynamicCache(config=self.model.config)
-        with torch.inference_mode():
-            for i, layer in enumerate(cache.layers):
-                copy.update(layer.keys[..., :n, :].clone(), layer.values[..., :n, :].clone(), i)
-        return copy
+        return _copied(cache, n, self.model.config) if n else None
 
     def _rollback(self, ids: list[int], limit: int) -> int:
-        """Keep the cache of the longest common prefix (at most ``limit``); return its length."""
+        """Keep the cache of the longest common prefix (at most ``limit``), or start from a
+        copy of a stored prefill sharing a longer one (:mod:`realrun.prefix_store`); return
+        its length."""
         keep = common_prefix(self._cached, ids, limit)
-        if keep == 0 or self._cache is None:
+        if self._cache is None:
+            keep = 0
+        store = self.prefix_store
+        hit = None if store is None else store.longest(ids, limit, _tag(), beyond=keep)
+        if hit is not None:
+            self._cache = _copied(hit[1].payload, hit[0], self.model.config)
+            return hit[0]
+        if keep == 0:
             self._cache = DynamicCache(config=self.model.config)
             return 0
         if keep < len(self._cached):
@@ -170,3 +190,27 @@ class HFTokenModel(CachedTokenModel):
                 self._cache = DynamicCache(config=self.model.config)
                 return 0
         return keep
+
+
+def _copied(cache: DynamicCache, n: int, config) -> DynamicCache | None:
+    """A new ``DynamicCache`` holding a copy of ``cache``'s first ``n`` positions; None for a
+    cache with other than plain dynamic layers (e.g. a sliding window)."""
+    if not all(type(layer) is DynamicLayer for layer in cache.layers):
+        return None
+    copy = DynamicCache(config=config)
+    with torch.inference_mode():
+        for i, layer in enumerate(cache.layers):
+            copy.update(layer.keys[..., :n, :].clone(), layer.values[..., :n, :].clone(), i)
+    return copy
+
+
+def _nbytes(cache: DynamicCache) -> int:
+    """Bytes of ``cache``'s keys and values."""
+    return sum(
+        x.numel() * x.element_size() for layer in cache.layers for x in (layer.keys, layer.values)
+    )
+
+
+def _tag() -> int:
+    """What besides its tokens makes a cache's numbers: the thread count."""
+    return torch.get_num_threads()

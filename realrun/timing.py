@@ -19,6 +19,8 @@ run pays them, in **rounds**:
   uniformly drawn part of its continuation, so the cache lengths are the run's (a run's
   passes fall anywhere between the prompt and the end of its generation), not one
   context's (``FamilyTiming.contexts`` keeps each round's length);
+* a round's context is prefilled outside the clock; a model with a prefix store
+  (:mod:`realrun.prefix_store`) starts from its copy of a prompt seen before instead;
 * within a round every ``(model, m)`` pass and one autoregressive generation are timed in
   one shuffled order, so the models' passes **interleave** as a cascade interleaves them
   and a drift of the machine's speed during the measurement hits every model and every
