@@ -60,7 +60,7 @@ class CachedTokenModel(PassCounters):
         self._cached = ids
         self._last_row = scores[-1]
         self._record(len(ids) - keep, n, seconds)
-        if len(ids) - keep >= MIN_TOKENS:
+        if len(ids) - keep - n >= MIN_TOKENS:  # a prefill: positions fed for the cache alone
             self._prefilled()
         return scores
 
@@ -154,9 +154,10 @@ class CachedTokenModel(PassCounters):
         raise NotImplementedError
 
     def _prefilled(self) -> None:
-        """After a pass that fed at least :data:`realrun.prefix_store.MIN_TOKENS` positions (a
-        prefill): keep the cache for reuse if the backend can (transformers:
-        :mod:`realrun.prefix_store`); nothing by default."""
+        """After a pass that fed at least :data:`realrun.prefix_store.MIN_TOKENS` positions
+        more than the rows it returned (a prefill; a timed pass returns all its rows): keep the
+        cache for reuse if the backend can (transformers: :mod:`realrun.prefix_store`);
+        nothing by default."""
 
     def _forward_tree(self, plan: TreePass) -> np.ndarray:
         """One pass feeding ``plan`` (:mod:`realrun.tree_pass`) on the cache; float32 logits

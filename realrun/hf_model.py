@@ -27,11 +27,11 @@ its slots in every layer (``_keep_path``: the path's keys and values moved up be
 prefix, in place, and the rest cut off), so nothing is fed twice.
 
 Prefills kept (``prefix_store``, :mod:`realrun.prefix_store`; each model
-:func:`realrun.family.load_family` loads has one): after a pass that fed 16 positions or more,
-a copy of the cache is stored by its tokens; step 2 starts from a copy of a stored prefix
-instead when it shares 16 or more positions more with ``tokens`` than the cache does. Without
-a store the model feeds exactly what the steps above say (the decoder's pass counts rely on
-that).
+:func:`realrun.family.load_family` loads has one): after a pass that fed 16 positions or more
+beyond the rows it returned (a prefill), a copy of the cache is stored by its tokens; step 2
+starts from a copy of a stored prefix instead when it shares 16 or more positions more with
+``tokens`` than the cache does. Without a store the model feeds exactly what the steps above
+say (the decoder's pass counts rely on that).
 
 Row ``i`` of the result is the next-token score vector after ``tokens[:len-n+1+i]``;
 causal attention makes it equal, up to floating-point summation order, to a pass over

@@ -1,15 +1,16 @@
 """Prefilled prompts kept for reuse: a bounded store of KV-cache snapshots by the tokens they hold.
 
-A measurement feeds the same prompts again and again — every timing round starts on one of
-the measuring prompts (:mod:`realrun.timing`), every method of a run decodes each held-out
-prompt in turn (:mod:`realrun.side_by_side`) — and each time a model's cache is elsewhere, so
-the prompt is prefilled anew. Prefill is outside every clock, but not outside the wall
-time: on a 2-core CPU it was ~40 % of a timing round of the Qwen 1.5B > 0.5B family in
-float16 (6 s of 14–15 s). A model given a :class:`PrefixStore` snapshots its cache after
-every pass that fed at least :data:`MIN_TOKENS` positions onto an empty cache (a prefill),
-and a later pass whose tokens start with a stored snapshot's longer than what its own
-cache holds starts from a copy of that snapshot (cropped to the common prefix) instead of
-refeeding it.
+A measurement feeds the same prompts again and again — every timing round starts on one of the
+measuring prompts (:mod:`realrun.timing`), every method of a run decodes each held-out prompt
+in turn (:mod:`realrun.side_by_side`) — and each time a model's cache is elsewhere, so the
+prompt is prefilled anew. Prefill is outside every clock, but not outside the wall time: on a
+2-core CPU it was ~40 % of a timing round of the Qwen 1.5B > 0.5B family in float16 (6 s of
+14–15 s; grid to m = 8). A model given a :class:`PrefixStore` snapshots its cache after every
+pass that fed at least :data:`MIN_TOKENS` positions more than the logit rows it returned (a
+prefill: a prompt fed for its last row; a timed or reviewing pass returns all its rows and is
+not stored), and a later pass whose tokens start with a stored
+snapshot's longer than what its own cache holds starts from a copy of that snapshot (cropped to
+the common prefix) instead of refeeding it.
 
 Keys are the snapshot's token ids and a ``tag`` of what else makes its numbers (the
 thread count: a cache computed with two threads is not bit-equal to one computed with one).

@@ -119,3 +119,14 @@ def test_a_loaded_family_keeps_its_prefills(tiny_model_dirs):
     family.chain[0].reset_counters()
     family.chain[0].logits(prompt, 1)
     assert family.chain[0].tokens_fed == 1 and len(stores[1]) == 0
+
+
+def test_only_prefills_are_kept(tiny_models):
+    """A pass that returns all its rows (a timed or reviewing pass) is not a prefill."""
+    kept = HFTokenModel(tiny_models["draft"].model, "draft", prefix_store=PrefixStore())
+    prompt = _prompt(7, 30)
+    kept.logits(prompt, len(prompt))  # every row returned: nothing fed for the cache alone
+    kept.logits([*prompt, *_prompt(8, 20)], 20)  # a 20-position pass returning its 20 rows
+    assert len(kept.prefix_store) == 0
+    kept.logits(_prompt(9, 30), 1)
+    assert len(kept.prefix_store) == 1
