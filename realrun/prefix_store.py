@@ -29,8 +29,8 @@ from dataclasses import dataclass
 from ewif.base import validate
 from simulate.decoder.interface import common_prefix
 
-#: A pass onto an empty cache that feeds fewer positions is not stored (nor is a stored
-#: prefix used to save fewer): its copy would cost about what it saves.
+#: A prefill that feeds fewer positions beyond its rows is not stored (nor is a stored prefix
+#: used to save fewer): its copy would cost about what it saves.
 MIN_TOKENS = 16
 
 
@@ -89,7 +89,3 @@ class PrefixStore:
         self._entries.move_to_end(found)
         self.hits += 1
         return best, self._entries[found]
-
-    def clear(self) -> None:
-        """Drop every snapshot."""
-        self._entries.clear()
