@@ -77,7 +77,10 @@ class PrefixStore:
     ) -> tuple[int, Snapshot] | None:
         """``(p, snapshot)``: the snapshot under ``tag`` sharing the longest prefix with
         ``tokens``, ``p`` that prefix's length capped at ``limit``; None unless ``p`` is at
-        least :data:`MIN_TOKENS` more than ``beyond`` (what the caller's cache holds)."""
+        least :data:`MIN_TOKENS` more than ``beyond`` (what the caller's cache holds) — at once
+        when ``limit`` leaves no such room (every decoding pass: nothing is scanned)."""
+        if limit - beyond < MIN_TOKENS:
+            return None
         best, found = 0, None
         for key, snapshot in self._entries.items():
             if key[0] == tag:
