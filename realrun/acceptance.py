@@ -5,11 +5,17 @@ Step 1 of :func:`realrun.measure.measure`, which writes the model set.
 Acceptance (teacher-forced on the **target's** continuations)
 -------------------------------------------------------------
 For every prompt the target generates a continuation ``y_1..y_T`` (greedy, or sampled with
-the run's decoding). Every model then runs once over ``prompt + y`` and every pair
-``r < j`` (``r`` neural) is scored at each position ``t`` on the same prefix
-``prompt + y_{<t}`` — the prefixes the cascade visits at its first draft position
-(a reviewer that is itself a drafter also works on the target's text inside a cascade, so
-this is closer to a cascade than the reviewer's own continuation). Per position:
+the run's decoding), keeping the score rows its own passes computed (:class:`_RowKeeper`):
+they are its scores after every prefix ``prompt + y_{<t}``, the continuation's argmax when
+greedy, so it is not run over them again (a second pass over ``T`` positions cost a float16
+Qwen 1.5B on 2 CPU cores ~2.5 s a prompt, a fifth of the step). Its cache at the
+generation's end is kept for reuse (:meth:`realrun.cached_model.CachedTokenModel.keep_context`):
+the timing rounds feed a drawn part of the continuation onto the prompt (~1.3 s a round for
+that model). Every drafter then runs once over ``prompt + y`` and every pair ``r < j``
+(``r`` neural) is scored at each position ``t`` on the same prefix ``prompt + y_{<t}`` — the
+prefixes the cascade visits at its first draft position (a reviewer that is itself a
+drafter also works on the target's text inside a cascade, so this is closer to a cascade
+than the reviewer's own continuation). Per position:
 
 * greedy: ``a_t = 1`` iff drafter ``j``'s proposal ``x`` (its argmax; Max-Gram's
   ``propose(prefix, P, 1)``) passes reviewer ``r``'s greedy test with lenience ``l``,
@@ -46,6 +52,7 @@ from tqdm.auto import tqdm
 
 from ewif.base import validate
 from ewif.files.rank_acceptance import RankAcceptance
+from realrun.cached_model import CachedTokenModel
 from realrun.rank_measure import RANKS, presence_rows, rank_rows, rank_section
 from simulate.decoder.cascade import CascadeDecoder
 from simulate.decoder.interface import Proposer, TokenModel
@@ -72,17 +79,48 @@ def position_curve(runs: Sequence[np.ndarray], max_position: int) -> np.ndarray:
         return np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
 
 
+class _RowKeeper:
+    """The target as its generator sees it: every score row its passes return is kept by the
+    length of the prefix it follows (row ``i`` of ``logits(tokens, n)`` follows
+    ``tokens[:len(tokens) - n + 1 + i]``, the :class:`TokenModel` contract)."""
+
+    def __init__(self, model: TokenModel) -> None:
+        self.model, self.name, self.vocab_size = model, model.name, model.vocab_size
+        self.rows: dict[int, np.ndarray] = {}
+
+    def logits(self, tokens: Sequence[int], n: int) -> np.ndarray:
+        out = self.model.logits(tokens, n)
+        first = len(tokens) - n + 1
+        self.rows.update({first + i: np.array(row, dtype=np.float64) for i, row in enumerate(out)})
+        return out
+
+    def after(self, prompt_length: int, T: int) -> np.ndarray | None:
+        """``(T, V)``: the rows after the prefixes of ``prompt_length .. + T − 1`` tokens (the
+        scores the continuation's ``T`` tokens were drawn from); None if any is missing."""
+        wanted = range(prompt_length, prompt_length + T)
+        if not all(length in self.rows for length in wanted):
+            return None
+        return np.stack([self.rows[length] for length in wanted])
+
+
 def _scores(
-    models: Sequence[TokenModel | Proposer], prompt: list[int], continuation: list[int]
+    models: Sequence[TokenModel | Proposer],
+    prompt: list[int],
+    continuation: list[int],
+    target_rows: np.ndarray | None = None,
 ) -> tuple[dict[int, np.ndarray], dict[int, np.ndarray]]:
-    """Every neural model's teacher-forced logits on one continuation, and every model's
-    proposal (its argmax; a proposer's first token) at each position."""
+    """Every neural model's teacher-forced logits on one continuation (the target's
+    ``target_rows`` where given: :meth:`_RowKeeper.after`), and every model's proposal (its
+    argmax; a proposer's first token) at each position."""
     T = len(continuation)
     seq = prompt + continuation
     logits: dict[int, np.ndarray] = {}
     proposals: dict[int, np.ndarray] = {}
     for i, m in enumerate(models):
-        if isinstance(m, TokenModel):
+        if i == 0 and target_rows is not None:
+            logits[i] = target_rows
+            proposals[i] = np.argmax(target_rows, axis=-1)
+        elif isinstance(m, TokenModel):
             logits[i] = np.asarray(m.logits(seq, T + 1)[:T], dtype=np.float64)
             proposals[i] = np.argmax(logits[i], axis=-1)
         else:
@@ -201,7 +239,8 @@ def measure_acceptance(
     prompts finished so far (at least one)."""
     lens = sorted({float(x) for x in leniences} | {1.0})
     ranks = validate.count("ranks", ranks)
-    generator = CascadeDecoder([models[0]], np.zeros((0, 0), int), decoding=decoding, seed=seed)
+    target = _RowKeeper(models[0])
+    generator = CascadeDecoder([target], np.zeros((0, 0), int), decoding=decoding, seed=seed)
     rng = np.random.default_rng(seed)
     runs: dict[tuple[float, int, int], list[np.ndarray]] = {}
     ranked: dict[tuple[float, int, int], list[np.ndarray]] = {}
@@ -210,11 +249,14 @@ def measure_acceptance(
     skipped: list[int] = []
     try:
         for i, p in enumerate(tqdm(prompts, desc="measure α", unit="prompt", disable=not progress)):
+            target.rows.clear()
             cont = generator.generate(p, max_new_tokens, eos_token_id).tokens
+            if isinstance(models[0], CachedTokenModel):  # the timing rounds start from it
+                models[0].keep_context()
             if not cont:
                 skipped.append(i)
                 continue
-            scores = _scores(models, p, cont)
+            scores = _scores(models, p, cont, target.after(len(p), len(cont)))
             found = _acceptances(models, p, cont, lens, decoding, scores)
             rows = (
                 rank_rows(models, scores[0], p + cont, len(p), found, decoding, ranks, rng)

@@ -153,6 +153,14 @@ class CachedTokenModel(PassCounters):
         """Empty the backend's cache."""
         raise NotImplementedError
 
+    def keep_context(self) -> None:
+        """Keep the cache as it stands for reuse, as after a prefill (:meth:`_prefilled`), when it
+        holds a plain context of at least :data:`realrun.prefix_store.MIN_TOKENS` tokens: the
+        end of a generation whose text the timing rounds come back to
+        (:func:`realrun.acceptance.measure_acceptance`)."""
+        if self._tree is None and len(self._cached) >= MIN_TOKENS:
+            self._prefilled()
+
     def _prefilled(self) -> None:
         """After a pass that fed at least :data:`realrun.prefix_store.MIN_TOKENS` positions
         more than the rows it returned (a prefill; a timed pass returns all its rows): keep the

@@ -18,7 +18,8 @@ the account of the choice names every candidate predicted faster than the choice
 reason (:func:`realrun.numerics_trials.summary`):
 
 0. **Quick look** (:meth:`_Search.quick_look`): every neural model's fastest of two passes
-   over ``m = 1..4``, for every candidate on the first measuring prompt, one load per dtype.
+   over ``m = 1..4``, for every candidate on the first measuring prompt, one load per dtype,
+   a warm-up round at its first thread count only (then a model's first pass warms it).
 1. **α once** (:meth:`_Search.measure_alpha`), in the dtype loaded last, scores every
    candidate (dtypes differ in what a pass costs, not, beyond rounding, in what the models
    predict); measured again in the winner's dtype if that is another.
@@ -167,11 +168,11 @@ class _Search:
         for dtype in s.dtypes:
             family = self.family(dtype)
             context = encode(self.measuring[0], family.tokenizer)
-            for t in s.counts:
+            for warmup, t in zip((1, *[0] * len(s.counts)), s.counts, strict=False):
                 set_threads(family, t)
                 with self.timed("quick look"):
                     self.quick[(dtype, t)] = {
-                        m.name: fastest(time_passes(m, context, QUICK_M, QUICK_REPEATS, 1))
+                        m.name: fastest(time_passes(m, context, QUICK_M, QUICK_REPEATS, warmup))
                         for m in family.chain
                         if isinstance(m, TokenModel)
                     }

@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ewif.files import model_set as model_io
-from realrun.acceptance import position_curve
+from realrun.acceptance import measure_acceptance, position_curve
 from realrun.bigram import BigramTable
 from realrun.hf_model import HFTokenModel
 from realrun.maxgram import MaxGram
@@ -87,6 +87,27 @@ def test_alpha_equals_brute_force_greedy_match(measured, chain, tiny_models, tin
     for (r, j), h in hits.items():
         assert measured.alpha[1.0][r, j] == pytest.approx(np.mean(h), abs=1e-12)
     assert measured.alpha[3.0][1, 2] == pytest.approx(np.mean(lenient), abs=1e-12)
+
+
+def test_the_target_is_not_run_again_over_its_continuation(chain, tiny_prompts):
+    """The target's scores come from its own generation: one one-row pass per generated
+    token and no teacher-forced pass over the continuation (α is still the brute force's,
+    above)."""
+    target = chain[0]
+    target.reset_counters()
+    acc = measure_acceptance(
+        chain[:2],
+        tiny_prompts[:2],
+        max_new_tokens=NEW,
+        leniences=(1.0,),
+        decoding=Decoding(),
+        progress=False,
+        ranks=0,
+    )
+    assert set(target.pass_rows) and all(
+        target.pass_rows[m] == target.pass_sizes[m] for m in target.pass_sizes
+    )
+    assert target.passes == sum(len(c) for _, c in acc.contexts)
 
 
 def test_alpha_structure(measured):

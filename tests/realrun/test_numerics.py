@@ -204,6 +204,28 @@ def test_staged_search_accounts_for_every_candidate_and_names_faster_ones(
     )
 
 
+def test_the_quick_look_warms_up_once_per_dtype(tiny_model_dirs, prompt_file, monkeypatch):
+    """A warm-up round of every model's quick-look passes at a dtype's first thread count
+    only; every other candidate times its passes at once (its first pass warms it)."""
+    from realrun import numerics, timing
+
+    seen: list[tuple[str, int, int]] = []
+
+    def recorded(model, context, max_m, repeats, warmup):
+        seen.append((str(next(model.model.parameters()).dtype), torch.get_num_threads(), warmup))
+        return timing.time_passes(model, context, max_m, repeats, warmup)
+
+    monkeypatch.setattr(numerics, "time_passes", recorded)
+    _search(tiny_model_dirs, prompt_file, dtype=("float32", "bfloat16"), threads=(2, 1))
+    assert [(d, t) for d, t, w in seen if w] == [
+        ("torch.float32", 2),
+        ("torch.float32", 2),
+        ("torch.bfloat16", 2),
+        ("torch.bfloat16", 2),
+    ]
+    assert {(d, t) for d, t, w in seen if not w} == {("torch.float32", 1), ("torch.bfloat16", 1)}
+
+
 def test_near_ties_rule_admits_a_near_tie(tiny_model_dirs, prompt_file, monkeypatch):
     _bfloat16_flips(monkeypatch)
     measured = _search(tiny_model_dirs, prompt_file, threads=1, batch_invariance="near-ties")

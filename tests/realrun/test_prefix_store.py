@@ -130,3 +130,24 @@ def test_only_prefills_are_kept(tiny_models):
     assert len(kept.prefix_store) == 0
     kept.logits(_prompt(9, 30), 1)
     assert len(kept.prefix_store) == 1
+
+
+def test_a_generation_end_kept_serves_its_prefixes(tiny_models):
+    """``keep_context`` stores the cache a generation ended with: a pass over any part of that
+    text fed onto the prompt then feeds its last position only; a short context is not kept."""
+    kept = HFTokenModel(tiny_models["draft"].model, "draft", prefix_store=PrefixStore())
+    plain = HFTokenModel(tiny_models["draft"].model, "plain")
+    prompt = _prompt(10, 20)
+    text = prompt + CascadeDecoder([kept], np.zeros((0, 0), np.int64)).generate(prompt, 24).tokens
+    kept.keep_context()
+    kept.logits(_prompt(11, 30), 1)  # the cache moves elsewhere
+    kept.reset_counters()
+    context = text[: len(prompt) + 17]
+    np.testing.assert_allclose(
+        kept.logits(context, 1), plain.logits(context, 1), rtol=1e-4, atol=1e-4
+    )
+    assert kept.tokens_fed == 1
+    short = HFTokenModel(tiny_models["draft"].model, "short", prefix_store=PrefixStore())
+    short.logits(_prompt(12, MIN_TOKENS - 1), 1)
+    short.keep_context()
+    assert len(short.prefix_store) == 0
