@@ -21,7 +21,10 @@ chooses it too, and every candidate outside the set was stopped by the staged se
 quick-look bound (an upper bound of its score, so the exhaustive search could not have chosen
 it either) or measured in full by it and scored lower (``lower score``); ``covered`` and
 ``agree_over_all_candidates`` in the output say which (a candidate stopped as
-``separated`` is a statistical judgement, not a bound, and leaves the question open).
+``separated`` is a statistical judgement, not a bound, and leaves the question open). Where the
+choices differ, ``staged_choice_in_exhaustive`` says whether the exhaustive search measured
+the staged choice separated below its own or within their errors (a tie, which a machine whose
+speed drifts between the two searches may break either way).
 ``--exhaustive-from FILE ...`` joins earlier exhaustive runs (same machine, models and
 prompts): the choice is then the highest-scoring eligible candidate over all of them.
 
@@ -44,6 +47,7 @@ from pathlib import Path
 
 from realrun.numerics import CPU_DTYPES, Measured, measure_numerics
 from realrun.numerics_choice import CHOICE_RULES, DEFAULT_CHOICE
+from realrun.numerics_rounds import separation
 from realrun.pipeline import cpu_description, split_prompts
 from simulate.decoder.sampling import Decoding
 
@@ -119,11 +123,42 @@ def compared(staged: dict, exhaustive: dict) -> dict:
         "exhaustive_s": exhaustive["seconds"],
         "ratio": staged["seconds"] / exhaustive["seconds"],
         "same_choice": staged["choice"] == exhaustive["choice"],
+        "staged_choice_in_exhaustive": as_measured(staged["choice"], exhaustive),
         "covered": sorted(f"{d} x {t}" for d, t in covered),
         "not_covered_staged_exclusion": outside,
         "agree_over_all_candidates": staged["choice"] == exhaustive["choice"]
         and all(why in ("quick-look bound", "lower score") for why in outside.values()),
     }
+
+
+def as_measured(choice: dict, exhaustive: dict) -> dict | None:
+    """How the exhaustive search measured the staged search's choice against its own: both
+    ranks (the choice rule's throughput, :attr:`realrun.numerics_trials.NumericsTrial.rank`)
+    with their timing errors, and their :func:`realrun.numerics_rounds.separation` (None: the
+    two are within their errors — a tie either search may break either way); None when the
+    exhaustive search did not measure it."""
+    trials = {(t["dtype"], t["threads"]): t for t in exhaustive["trials"]}
+    ours = trials.get((choice["dtype"], choice["threads"]))
+    theirs = trials[(exhaustive["choice"]["dtype"], exhaustive["choice"]["threads"])]
+    if ours is None or "predicted_tokens_per_s" not in ours:
+        return None
+    (r1, se1), (r2, se2) = (_rank(t) for t in (ours, theirs))
+    return {
+        "rank_tokens_per_s": r1,
+        "rank_se": se1,
+        "exhaustive_choice_rank_tokens_per_s": r2,
+        "exhaustive_choice_rank_se": se2,
+        "separation": separation(r1, se1, ours["rounds"], r2, se2, theirs["rounds"]),
+    }
+
+
+def _rank(trial: dict) -> tuple[float, float]:
+    """A recorded trial's rank and its timing error (``se(S)·rank/S``)."""
+    score = trial["predicted_tokens_per_s"]
+    rank = (
+        trial.get("assured_tokens_per_s", score) if trial.get("choice_rule") == "assured" else score
+    )
+    return rank, trial["score_stderr_tokens_per_s"] * rank / score
 
 
 def show(name: str, run: dict) -> None:
