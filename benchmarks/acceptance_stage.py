@@ -96,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"kept / second pass: {json.dumps(record['kept_over_second_pass'])}; "
           f"acceptances differing: {record['acceptances_differing']}")  # fmt: skip
     args.out.mkdir(parents=True, exist_ok=True)
-    path = args.out / f"acceptance_stage_{args.family}.json"
+    path = args.out / f"acceptance_stage_{args.family}_{args.dtype}.json"
     path.write_text(json.dumps(record, indent=2))
     print(json.dumps({"results": str(path), "total_s": round(record["total_s"], 1)}))
     return 0

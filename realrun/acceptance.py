@@ -8,10 +8,13 @@ For every prompt the target generates a continuation ``y_1..y_T`` (greedy, or sa
 the run's decoding), keeping the score rows its own passes computed (:class:`_RowKeeper`):
 they are its scores after every prefix ``prompt + y_{<t}``, the continuation's argmax when
 greedy, so it is not run over them again (a second pass over ``T`` positions cost a float16
-Qwen 1.5B on 2 CPU cores ~2.5 s a prompt, a fifth of the step). Its cache at the
-generation's end is kept for reuse (:meth:`realrun.cached_model.CachedTokenModel.keep_context`):
-the timing rounds feed a drawn part of the continuation onto the prompt (~1.3 s a round for
-that model). Every drafter then runs once over ``prompt + y`` and every pair ``r < j``
+Qwen 1.5B on 2 CPU cores ~2.5 s a prompt, a fifth of the step). They are one-position passes'
+rows; a verifying pass computes the same scores up to summation order, and where an engine's
+multi-position pass breaks a near-tie the other way (:mod:`realrun.invariance`) α follows the
+generation's choice (on 8 prompts in float16 and in bfloat16 no acceptance moved:
+``benchmarks/acceptance_stage.py``). Its cache at the generation's end is kept for reuse
+(:meth:`realrun.cached_model.CachedTokenModel.keep_context`): the timing rounds feed a drawn
+part of the continuation onto the prompt (~1.3 s a round for that model). Every drafter then runs once over ``prompt + y`` and every pair ``r < j``
 (``r`` neural) is scored at each position ``t`` on the same prefix ``prompt + y_{<t}`` — the
 prefixes the cascade visits at its first draft position (a reviewer that is itself a
 drafter also works on the target's text inside a cascade, so this is closer to a cascade
