@@ -14,11 +14,12 @@ multi-position pass breaks a near-tie the other way (:mod:`realrun.invariance`) 
 generation's choice (on 8 prompts in float16 and in bfloat16 no acceptance moved:
 ``benchmarks/acceptance_stage.py``). Its cache at the generation's end is kept for reuse
 (:meth:`realrun.cached_model.CachedTokenModel.keep_context`): the timing rounds feed a drawn
-part of the continuation onto the prompt (~1.3 s a round for that model). Every drafter then runs once over ``prompt + y`` and every pair ``r < j``
-(``r`` neural) is scored at each position ``t`` on the same prefix ``prompt + y_{<t}`` — the
-prefixes the cascade visits at its first draft position (a reviewer that is itself a
-drafter also works on the target's text inside a cascade, so this is closer to a cascade
-than the reviewer's own continuation). Per position:
+part of the continuation onto the prompt (~1.3 s a round for that model). Every drafter then
+runs once over ``prompt + y`` and every pair ``r < j`` (``r`` neural) is scored at each
+position ``t`` on the same prefix ``prompt + y_{<t}`` — the prefixes the cascade visits at its
+first draft position (a reviewer that is itself a drafter also works on the target's text
+inside a cascade, so this is closer to a cascade than the reviewer's own continuation). Per
+position:
 
 * greedy: ``a_t = 1`` iff drafter ``j``'s proposal ``x`` (its argmax; Max-Gram's
   ``propose(prefix, P, 1)``) passes reviewer ``r``'s greedy test with lenience ``l``,

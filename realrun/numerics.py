@@ -30,7 +30,8 @@ reason (:func:`realrun.numerics_trials.summary`):
    candidate *separated* below the leader (:mod:`realrun.numerics_rounds`) stops here.
 4. **Batch invariance**, before more rounds (it is cheaper).
 5. **Rounds, one at a time** (to it or the leader) while a runner-up is not separated from
-   the leader, up to ``repeats``; separated above, or ahead at the cap, it leads. The leader
+   the leader, up to ``repeats`` or, behind, until the cap could not separate it (futile);
+   separated above, or ahead at the cap, it leads. The leader
    is **confirmed** (rounds to ``PRECISION`` or ``repeats``) when a bound is checked against
    it; the chosen one gets ``repeats`` rounds, as given numerics do (its curves are the run's).
 
@@ -57,7 +58,7 @@ from realrun.family import Family, load_family, set_threads
 from realrun.invariance import batch_invariance
 from realrun.measure import Costs, assemble_model_set, check_models, measure_costs
 from realrun.numerics_choice import DEFAULT_CHOICE, throughput_interval
-from realrun.numerics_rounds import MIN_ROUNDS, confirmation_stop, score_stderr, separation
+from realrun.numerics_rounds import MIN_ROUNDS, confirmation_stop, race_verdict, score_stderr
 from realrun.numerics_settings import (
     CPU_DTYPES,
     SETTINGS_ARGUMENTS,
@@ -257,17 +258,16 @@ class _Search:
             return self.exclude(c, "rounds", "separated", stopped="separated")
         if side == "above" or c.trial.rank > self.best_rank:
             return self.lead(c, "separated" if side == "above" else "lower score")
-        self.exclude(c, "rounds", "lower score", stopped="repeats")
+        self.exclude(c, "rounds", "lower score", stopped=side or "repeats")
 
     def separated(self, c: _Candidate) -> str | None:
-        """:func:`realrun.numerics_rounds.separation` of ``c`` from the leader."""
+        """:func:`realrun.numerics_rounds.race_verdict` of ``c`` against the leader."""
         if self.best is None:
             return None
         lead, t = self.best, c.trial
         assert lead.trial is not None and t is not None
-        return separation(
-            t.rank, t.rank_se, c.rounds, lead.trial.rank, lead.trial.rank_se, lead.rounds
-        )
+        return race_verdict(t.rank, t.rank_se, c.rounds, lead.trial.rank, lead.trial.rank_se,
+                            lead.rounds, self.settings.repeats)  # fmt: skip
 
     def lead(self, c: _Candidate, why: str) -> None:
         """``c`` becomes the leader; the old one is excluded by ``why``."""

@@ -56,8 +56,8 @@ EXCLUSIONS = {
     ),
     "batch invariance": "its target's multi-position pass changes greedy choices (the rule)",
     "lower score": (
-        "measured to the repeats cap without separation, it ranked below the choice (by the "
-        "choice rule's throughput)"
+        "not separated from the choice (measured to the repeats cap, or until the cap could not "
+        "separate them), it ranked below it (by the choice rule's throughput)"
     ),
     "separated earlier": (
         "its rank was separated below the leader's when its rounds stopped; against the "

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from itertools import cycle
+from statistics import NormalDist
 
 import numpy as np
 import pytest
@@ -18,11 +19,14 @@ from realrun.invariance import Disagreement, Invariance
 from realrun.measure import Costs
 from realrun.numerics import _Candidate, _Search
 from realrun.numerics_rounds import (
+    FUTILITY_POWER,
     MIN_ROUNDS,
     PRECISION,
     SEPARATION_Z,
     STOPS,
     confirmation_stop,
+    futile,
+    race_verdict,
     score_stderr,
     separation,
 )
@@ -60,6 +64,41 @@ def test_confirmation_stops_only_at_precision_or_the_cap(rounds, rse, spent, rep
         assert rounds >= repeats
     else:
         assert why is None and rounds < repeats and (rounds < MIN_ROUNDS or rse > PRECISION)
+
+
+def test_futility_is_the_conditional_power_at_the_cap():
+    """The staged search's tie (bfloat16's assured 6.90 ± 0.15 after its 3-round short curve,
+    float16's 7.00 ± 0.27 over 10): at the cap the bar is 1.645 · 0.28 = 0.46 against a gap
+    of 0.10 — futile at once; a gap near the bar, or too few rounds, is not."""
+    assert futile(6.90, 0.146, 3, 7.00, 0.27, 10, 10)
+    assert not futile(6.90, 0.146, 2, 7.00, 0.27, 10, 10)  # fewer than MIN_ROUNDS
+    assert not futile(6.55, 0.146, 3, 7.00, 0.27, 10, 10)  # a gap near the cap's bar
+    assert futile(9.9, 0.1, 10, 10.0, 0.1, 10, 10)  # at the cap: futile where not separated
+    assert race_verdict(6.90, 0.146, 3, 7.00, 0.27, 10, 10) == "futile"
+    assert race_verdict(7.10, 0.146, 3, 7.00, 0.27, 10, 10) is None  # ahead: measured on
+    assert race_verdict(6.0, 0.05, 3, 7.00, 0.05, 10, 10) == "below"
+
+
+@given(
+    gap=st.floats(0.0, 2.0),
+    se=st.floats(0.01, 1.0),
+    lead_se=st.floats(0.01, 1.0),
+    rounds=st.integers(MIN_ROUNDS, 12),
+    lead_rounds=st.integers(MIN_ROUNDS, 12),
+    repeats=st.integers(MIN_ROUNDS, 12),
+)
+def test_futility_matches_its_normal_projection(gap, se, lead_se, rounds, lead_rounds, repeats):
+    """Futile iff Φ((|d| − z·SE_N) / σ_rest) < FUTILITY_POWER, SE_N the difference's error
+    projected to the cap and σ_rest that of the rounds to come; a wider gap is never more
+    futile."""
+    share = [n / max(n, repeats) for n in (rounds, lead_rounds)]
+    at_cap = [e * e * f for e, f in zip((se, lead_se), share, strict=True)]
+    bar = SEPARATION_Z * sum(at_cap) ** 0.5
+    rest = sum(v * (1 - f) for v, f in zip(at_cap, share, strict=True)) ** 0.5
+    expected = gap <= bar if rest == 0 else NormalDist().cdf((gap - bar) / rest) < FUTILITY_POWER
+    assert futile(10.0 - gap, se, rounds, 10.0, lead_se, lead_rounds, repeats) == expected
+    if futile(10.0 - gap - 0.5, se, rounds, 10.0, lead_se, lead_rounds, repeats):
+        assert futile(10.0 - gap, se, rounds, 10.0, lead_se, lead_rounds, repeats)
 
 
 def test_score_stderr_is_the_units_relative_error():
@@ -175,15 +214,30 @@ def test_a_clearly_separated_runner_up_stops_after_its_short_curve():
     assert runner.to_dict()["reason"] == EXCLUSIONS["separated"]
 
 
-def test_an_unseparated_runner_up_is_measured_to_the_cap():
+def test_an_unseparated_runner_up_behind_stops_when_the_cap_could_not_separate_it():
+    """1 % slower than the leader with ±5 % a round: never separated, and after a few rounds
+    the cap could not separate it either — futile, excluded as at the cap (lower score)."""
     search = _StubSearch(
         {("float16", 2): _rounds(0.100, 0.01), ("bfloat16", 2): _rounds(0.101, 0.05)}
     )
     search.run()
     runner = _trials(search)[("bfloat16", 2)]
-    assert runner.rounds == 10 and runner.stopped == "repeats"
+    assert MIN_ROUNDS < runner.rounds < 10 and runner.stopped == "futile"
     assert runner.excluded_by == "lower score" and runner.stage == "rounds"
     assert runner.invariance is not None
+    assert runner.to_dict()["stopped_because"] == STOPS["futile"]
+
+
+def test_an_unseparated_runner_up_ahead_is_measured_to_the_cap():
+    """1 % faster, within its ±5 % noise: ahead is never futile (early noise must not displace
+    the leader), so it is measured to the cap and, ahead there, leads."""
+    search = _StubSearch(
+        {("float16", 2): _rounds(0.100, 0.01), ("bfloat16", 2): _rounds(0.099, 0.05)}
+    )
+    chosen = search.run()
+    t = _trials(search)
+    assert (chosen.dtype, chosen.threads) == ("bfloat16", 2) and chosen.trial.rounds == 10
+    assert t[("float16", 2)].excluded_by == "lower score"
 
 
 def test_a_runner_up_that_overtakes_leads_and_is_confirmed():
