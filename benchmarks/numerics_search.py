@@ -123,7 +123,9 @@ def compared(staged: dict, exhaustive: dict) -> dict:
         "exhaustive_s": exhaustive["seconds"],
         "ratio": staged["seconds"] / exhaustive["seconds"],
         "same_choice": staged["choice"] == exhaustive["choice"],
-        "staged_choice_in_exhaustive": as_measured(staged["choice"], exhaustive),
+        "staged_choice_in_exhaustive": None
+        if staged["choice"] == exhaustive["choice"]
+        else as_measured(staged["choice"], exhaustive),
         "covered": sorted(f"{d} x {t}" for d, t in covered),
         "not_covered_staged_exclusion": outside,
         "agree_over_all_candidates": staged["choice"] == exhaustive["choice"]
