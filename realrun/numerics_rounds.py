@@ -95,28 +95,18 @@ def separation(
     return None
 
 
-def futile(
-    score: float,
-    se: float,
-    rounds: int,
-    lead: float,
-    lead_se: float,
-    lead_rounds: int,
-    repeats: int,
-) -> bool:
-    """True when ``repeats`` rounds each could not separate a candidate's rank from the
-    leader's with more than :data:`FUTILITY_POWER` conditional power at the current
-    difference (module docstring); False before :data:`MIN_ROUNDS` rounds each."""
-    if min(rounds, lead_rounds) < MIN_ROUNDS:
+def futile(gap: float, errors: tuple[tuple[float, int], tuple[float, int]], repeats: int) -> bool:
+    """True when ``repeats`` rounds each could not separate two ranks ``gap`` tokens/s apart
+    with more than :data:`FUTILITY_POWER` conditional power (module docstring); ``errors``
+    holds each rank's ``(timing error, rounds)``. False before :data:`MIN_ROUNDS` rounds each."""
+    if min(n for _, n in errors) < MIN_ROUNDS:
         return False
-    at_cap = [(e * e * n / max(n, repeats), n / max(n, repeats)) for e, n in
-              ((se, rounds), (lead_se, lead_rounds))]  # fmt: skip
+    at_cap = [(e * e * n / max(n, repeats), n / max(n, repeats)) for e, n in errors]
     bar = SEPARATION_Z * sum(v for v, _ in at_cap) ** 0.5
     spread = sum(v * (1.0 - share) for v, share in at_cap) ** 0.5
-    gap = abs(score - lead) - bar
     if spread == 0.0:
-        return gap <= 0.0
-    return NormalDist().cdf(gap / spread) < FUTILITY_POWER
+        return abs(gap) <= bar
+    return NormalDist().cdf((abs(gap) - bar) / spread) < FUTILITY_POWER
 
 
 def race_verdict(
@@ -131,11 +121,8 @@ def race_verdict(
     """:func:`separation`'s side, else ``"futile"`` for a candidate behind the leader where
     :func:`futile`, else None (one more round)."""
     side = separation(score, se, rounds, lead, lead_se, lead_rounds)
-    if (
-        side is None
-        and score < lead
-        and futile(score, se, rounds, lead, lead_se, lead_rounds, repeats)
-    ):
+    errors = ((se, rounds), (lead_se, lead_rounds))
+    if side is None and score < lead and futile(lead - score, errors, repeats):
         return "futile"
     return side
 

@@ -70,10 +70,11 @@ def test_futility_is_the_conditional_power_at_the_cap():
     """The staged search's tie (bfloat16's assured 6.90 ± 0.15 after its 3-round short curve,
     float16's 7.00 ± 0.27 over 10): at the cap the bar is 1.645 · 0.28 = 0.46 against a gap
     of 0.10 — futile at once; a gap near the bar, or too few rounds, is not."""
-    assert futile(6.90, 0.146, 3, 7.00, 0.27, 10, 10)
-    assert not futile(6.90, 0.146, 2, 7.00, 0.27, 10, 10)  # fewer than MIN_ROUNDS
-    assert not futile(6.55, 0.146, 3, 7.00, 0.27, 10, 10)  # a gap near the cap's bar
-    assert futile(9.9, 0.1, 10, 10.0, 0.1, 10, 10)  # at the cap: futile where not separated
+    tie = ((0.146, 3), (0.27, 10))
+    assert futile(0.10, tie, 10)
+    assert not futile(0.10, ((0.146, 2), (0.27, 10)), 10)  # fewer than MIN_ROUNDS
+    assert not futile(0.45, tie, 10)  # a gap near the cap's bar
+    assert futile(0.1, ((0.1, 10), (0.1, 10)), 10)  # at the cap: futile where not separated
     assert race_verdict(6.90, 0.146, 3, 7.00, 0.27, 10, 10) == "futile"
     assert race_verdict(7.10, 0.146, 3, 7.00, 0.27, 10, 10) is None  # ahead: measured on
     assert race_verdict(6.0, 0.05, 3, 7.00, 0.05, 10, 10) == "below"
@@ -91,14 +92,15 @@ def test_futility_matches_its_normal_projection(gap, se, lead_se, rounds, lead_r
     """Futile iff Φ((|d| − z·SE_N) / σ_rest) < FUTILITY_POWER, SE_N the difference's error
     projected to the cap and σ_rest that of the rounds to come; a wider gap is never more
     futile."""
+    errors = ((se, rounds), (lead_se, lead_rounds))
     share = [n / max(n, repeats) for n in (rounds, lead_rounds)]
     at_cap = [e * e * f for e, f in zip((se, lead_se), share, strict=True)]
     bar = SEPARATION_Z * sum(at_cap) ** 0.5
     rest = sum(v * (1 - f) for v, f in zip(at_cap, share, strict=True)) ** 0.5
     expected = gap <= bar if rest == 0 else NormalDist().cdf((gap - bar) / rest) < FUTILITY_POWER
-    assert futile(10.0 - gap, se, rounds, 10.0, lead_se, lead_rounds, repeats) == expected
-    if futile(10.0 - gap - 0.5, se, rounds, 10.0, lead_se, lead_rounds, repeats):
-        assert futile(10.0 - gap, se, rounds, 10.0, lead_se, lead_rounds, repeats)
+    assert futile(gap, errors, repeats) == expected
+    if futile(gap + 0.5, errors, repeats):
+        assert futile(gap, errors, repeats)
 
 
 def test_score_stderr_is_the_units_relative_error():
