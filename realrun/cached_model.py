@@ -154,11 +154,11 @@ class CachedTokenModel(PassCounters):
         raise NotImplementedError
 
     def keep_context(self) -> None:
-        """Keep the cache as it stands for reuse, as after a prefill (:meth:`_prefilled`), when it
-        holds a plain context of at least :data:`realrun.prefix_store.MIN_TOKENS` tokens: the
-        end of a generation whose text the timing rounds come back to
-        (:func:`realrun.acceptance.measure_acceptance`)."""
-        if self._tree is None and len(self._cached) >= MIN_TOKENS:
+        """Keep the cache as it stands for reuse, as after a prefill (:meth:`_prefilled`; the
+        store refuses a context shorter than :data:`realrun.prefix_store.MIN_TOKENS`), when it
+        holds a plain context: the end of a generation whose text the timing rounds come back
+        to (:func:`realrun.acceptance.measure_acceptance`)."""
+        if self._tree is None:
             self._prefilled()
 
     def _prefilled(self) -> None:

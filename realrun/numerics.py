@@ -229,7 +229,7 @@ class _Search:
                 self.lead(c, "lower score")
             else:
                 self.exclude(c, "confirmed", "lower score" if eligible else "batch invariance")
-        elif self.separated(c) == "below":
+        elif self.verdict(c) == "below":
             self.exclude(c, "short curve", "separated", stopped="separated")
         elif not self.check_invariance(c):
             self.exclude(c, "invariance", "batch invariance", stopped="batch invariance")
@@ -249,7 +249,7 @@ class _Search:
         if (lead := self.best) is None:
             return self.lead(c, "")
         repeats = self.settings.repeats
-        while (side := self.separated(c)) is None and c.rounds < repeats:
+        while (side := self.verdict(c)) is None and c.rounds < repeats:
             x = lead if lead.rounds < repeats and lead.trial.rank_se > c.trial.rank_se else c
             self.add_rounds(x, 1)
             self.scored(x, "rounds" if x is c else x.trial.stage, x.trial.recommendation)
@@ -260,7 +260,7 @@ class _Search:
             return self.lead(c, "separated" if side == "above" else "lower score")
         self.exclude(c, "rounds", "lower score", stopped=side or "repeats")
 
-    def separated(self, c: _Candidate) -> str | None:
+    def verdict(self, c: _Candidate) -> str | None:
         """:func:`realrun.numerics_rounds.race_verdict` of ``c`` against the leader."""
         if self.best is None:
             return None
