@@ -33,10 +33,10 @@ from tqdm.auto import tqdm
 
 from ewif.files import results as results_io
 from ewif.files.model_set import ModelSet
-from realrun.family import load_family, set_threads
+from realrun.family import Family, load_family, set_threads
 from realrun.methods import Method, cascade_method
 from realrun.pipeline import cpu_description, split_prompts
-from realrun.prompts import encode
+from realrun.prompts import Prompt, encode
 from realrun.side_by_side import run_side_by_side
 
 DATA = Path(__file__).resolve().parents[1] / "realrun" / "data"
@@ -48,6 +48,37 @@ def the_cascade(run: results_io.Results) -> Method:
     (csd,) = [m for m in run.methods if m.kind == "csd"]
     config = csd.config
     return cascade_method(csd.name, "csd", config["models"], config["K"], config["lenience"])
+
+
+def rotated_totals(
+    arms: list[tuple[str, Method]],
+    families: dict[str, Family],
+    held: list[Prompt],
+    model_set: ModelSet,
+    max_new_tokens: int,
+    threads: int,
+) -> dict[str, list[float]]:
+    """Each arm ``(dtype, method)`` on every prompt, one prompt at a time, the arms' order
+    rotated per prompt (so a drift of the machine's speed hits every arm alike); per arm
+    ``"dtype name"``: [tokens, seconds] summed over the prompts."""
+    totals: dict[str, list[float]] = {f"{d} {m.name}": [0, 0.0] for d, m in arms}
+    for i, prompt in enumerate(tqdm(held, desc="prompts", unit="prompt")):
+        for dtype, method in arms[i % len(arms) :] + arms[: i % len(arms)]:
+            family = families[dtype]
+            set_threads(family, threads)
+            one = run_side_by_side(
+                [method],
+                {m.name: m for m in family.chain},
+                [encode(prompt, family.tokenizer)],
+                model_set=model_set,
+                max_new_tokens=max_new_tokens,
+                eos_token_id=family.tokenizer.eos_token_id,
+                progress=False,
+            )
+            (measured,) = one.methods
+            totals[f"{dtype} {method.name}"][0] += measured.tokens
+            totals[f"{dtype} {method.name}"][1] += measured.seconds
+    return totals
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -67,24 +98,8 @@ def main(argv: list[str] | None = None) -> int:
                 for d in ("float16", "bfloat16")}  # fmt: skip
     ar = Method("AR", "autoregressive", (keys[0],))
     arms = [("float16", ar), ("bfloat16", ar), ("bfloat16", the_cascade(run))]
-    totals = {f"{d} {m.name}": [0, 0.0] for d, m in arms}
     started = time.perf_counter()
-    for i, prompt in enumerate(tqdm(held, desc="prompts", unit="prompt")):
-        for dtype, method in arms[i % len(arms) :] + arms[: i % len(arms)]:
-            arm, family = f"{dtype} {method.name}", families[dtype]
-            set_threads(family, args.threads)
-            one = run_side_by_side(
-                [method],
-                {m.name: m for m in family.chain},
-                [encode(prompt, family.tokenizer)],
-                model_set=model_set,
-                max_new_tokens=run.max_new_tokens,
-                eos_token_id=family.tokenizer.eos_token_id,
-                progress=False,
-            )
-            (measured,) = one.methods
-            totals[arm][0] += measured.tokens
-            totals[arm][1] += measured.seconds
+    totals = rotated_totals(arms, families, held, model_set, run.max_new_tokens, args.threads)
     speed = {arm: tokens / seconds for arm, (tokens, seconds) in totals.items()}
     mean_choice, assured_choice = f"bfloat16 {arms[2][1].name}", "float16 AR"
     record = {
