@@ -130,9 +130,8 @@ def _record(args, keys, seconds, found, total: float) -> dict:
             "paired": float(np.exp(logs.mean())),
             "log_se": float(logs.std(ddof=1) / np.sqrt(logs.size)) if logs.size > 1 else None,
         }
-    a, b = (np.asarray(np.sum(seconds[arm]["alpha"]) + np.sum(seconds[arm]["round start"]))
-            for arm in ARMS)  # fmt: skip
-    ratios["both"] = {"total": float(a / b)}
+    kept, second = (totals[arm]["alpha"] + totals[arm]["round start"] for arm in ARMS)
+    ratios["both"] = {"total": kept / second}
     differ = compared = 0
     for x, y in zip(found["kept"], found["second pass"], strict=True):
         for key, runs in x.runs.items():
