@@ -110,7 +110,8 @@ def main(argv: list[str] | None = None) -> int:
         "--numerics-choice",
         choices=list(CHOICE_RULES),
         default=DEFAULT_CHOICE,
-        help="how the numerics search ranks candidates (realrun.numerics_choice)",
+        help="how the numerics search ranks candidates (realrun.numerics_choice) and whether the "
+        "recommendation speculates (ewif.predict.assurance)",
     )
     p.add_argument("--tag", default="", help="suffix of the results file name")
     p.add_argument(

@@ -32,6 +32,7 @@ from ewif.base.configuration import Configuration
 from ewif.files.model_set import ModelSet
 from ewif.files.results import METHOD_KINDS
 from ewif.files.tree_config import TreeConfig
+from ewif.predict.assurance import Decision, decide
 from ewif.search import explain
 from ewif.search.optimizer import optimize
 from ewif.search.recommendation import Recommendation, recommend
@@ -99,23 +100,41 @@ def recommended_method(rec: Recommendation) -> Method:
     return cascade_method(name, "csd", best.models, best.K, best.lenience)
 
 
-def recommendation_record(rec: Recommendation) -> dict:
-    """What a results file keeps of a recommendation: the decision, the configuration by its
-    method name, its exact EWIF, a one-line statement and the review sizes it uses."""
+def recommendation_record(rec: Recommendation, decided: Decision | None = None) -> dict:
+    """What a results file keeps of a recommendation: the decision (``decided``'s, under its
+    rule, :mod:`ewif.predict.assurance`; else the mean's), the configuration by its method
+    name, its exact EWIF, a one-line statement and the review sizes it uses."""
     method = recommended_method(rec)
-    describe = (
-        f"recommended: {method.name} at {rec.ewif:.3f}x (ewif)"
-        if rec.decision == "speculative"
-        else explain.autoregressive_line(method.name, rec.ewif)
-    )
-    return {
-        "decision": rec.decision,
+    decision = rec.decision if decided is None else decided.decision
+    if decision == "speculative":
+        describe = f"recommended: {method.name} at {rec.ewif:.3f}x (ewif)"
+    elif decided is not None and decided.unassured:
+        describe = (
+            f"decode autoregressively: {method.name} at {rec.ewif:.3f}x (ewif) is not assured "
+            f"({decided.reason()})"
+        )
+    else:
+        describe = explain.autoregressive_line(method.name, rec.ewif)
+    out = {
+        "decision": decision,
         "best_speculative": method.name,
         "config": method.config,
         "predicted_ewif": rec.ewif,
         "describe": describe,
         "review_sizes": explain.review_sizes(rec.cascade()),
     }
+    if decided is not None:
+        out["decision_rule"] = decided.rule
+        if decided.interval is not None:
+            out["interval"] = [decided.interval.low, decided.interval.high]
+    return out
+
+
+def decide_recommendation(model_set: ModelSet, rec: Recommendation, rule: str) -> Decision:
+    """The decision on ``rec``'s configuration under ``rule``
+    (:func:`ewif.predict.assurance.decide`)."""
+    best = rec.best
+    return decide(model_set, best.models, best.K, best.lenience, rec.ewif, rule)
 
 
 def best_sd_method(model_set: ModelSet, drafter: str, k_max: int = 12) -> Method:

@@ -13,14 +13,16 @@ predicted (6.14 and 6.58 tokens/s measured, against 7.90 and 7.14).
 The **assured throughput** of a candidate is the one-sided 95 % lower bound of its
 recommendation's throughput,
 
-    A = min(q_0.05(EWIF(config)), EWIF*) / t_AR   (speculative),
+    A = max(min(q_0.05(EWIF(config)), EWIF*), 1) / t_AR   (speculative),
     A = 1 / t_AR                                  (autoregressive),
 
 ``q_0.05`` the 5th percentile of the configuration's exact EWIF over the bootstrap of
 :mod:`ewif.predict.bootstrap` — the measuring prompts resampled whole, the cost curves and
 the unit drawn with their standard errors — the lower end of its 90 % interval
 (:func:`throughput_interval`); never above the estimate ``EWIF*``, so ``A <= S`` always (a
-skewed bootstrap can put its 5th percentile above it), and a bound of ``S`` bounds ``A``.
+skewed bootstrap can put its 5th percentile above it), and a bound of ``S`` bounds ``A``;
+never below the candidate's own AR either: where ``q_0.05 < 1`` the run decides to decode
+autoregressively (the same rule decides speculation, :mod:`ewif.predict.assurance`).
 Autoregressive decoding has no acceptance to be wrong about: its EWIF is 1 exactly.
 
 The rules (:data:`CHOICE_RULES`, ``choice``):

@@ -127,9 +127,13 @@ class NumericsTrial:
     @property
     def assured(self) -> float:
         """The assured throughput: the interval's low end, never above the score (a skewed
-        bootstrap can put its 5th percentile above the estimate), else the score
-        (autoregressive: EWIF 1 exactly; at stage ``"bound"`` an upper bound of it)."""
-        return self.score if self.interval is None else min(self.interval[0], self.score)
+        bootstrap can put its 5th percentile above the estimate) nor below the candidate's own
+        AR (``1 / ar_token_s``: it can always decode autoregressively, EWIF 1 exactly, as the
+        assured decision then does, :mod:`ewif.predict.assurance`), else the score
+        (autoregressive; at stage ``"bound"`` an upper bound of it)."""
+        if self.interval is None:
+            return self.score
+        return max(min(self.interval[0], self.score), 1.0 / self.ar_token_s)
 
     @property
     def rank(self) -> float:

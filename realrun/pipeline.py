@@ -40,6 +40,7 @@ from realrun.measure import MIN_TIMING_SECONDS
 from realrun.methods import (
     Method,
     cascade_method,
+    decide_recommendation,
     default_methods,
     recommendation_record,
     recommended_method,
@@ -187,6 +188,8 @@ def run_pipeline(
         min_timing_seconds=min_timing_seconds,
     )
     csd, rec = _cascade_to_run(family.names, model_set, K, lenience, k_max)
+    decided = None if rec is None else decide_recommendation(model_set, rec, numerics_choice)
+    record = None if rec is None else recommendation_record(rec, decided)
     methods = _methods_to_run(model_set, family, csd, k_max, baselines, decoding)
     tree_parts = None
     if trees:
@@ -199,7 +202,7 @@ def run_pipeline(
         methods, family, ids, model_set, (max_new_tokens, decoding), label, progress
     )
     return _with_pipeline_metadata(
-        results, model_set, family, (measuring, held, ids), held_out_categories, rec, tree_parts
+        results, model_set, family, (measuring, held, ids), held_out_categories, record, tree_parts
     )
 
 
@@ -305,13 +308,14 @@ def _with_pipeline_metadata(
     family: Family,
     splits: tuple[Sequence[Prompt], Sequence[Prompt], Sequence[list[int]]],
     held_out_categories: Sequence[str],
-    rec: Recommendation | None,
+    recommendation: dict | None,
     trees: tuple[TreeSearchResult, dict] | None = None,
 ) -> Results:
     """``results`` with what the pipeline knows besides the run: the prompt splits
     (``splits``: measuring, held-out and its token ids) and the categories held out, the
     numerics and CPU, the median prediction error, the timing diagnostics and the
-    recommendation; ``trees``: the tree search and the tree-pass timing."""
+    ``recommendation`` (:func:`realrun.methods.recommendation_record`); ``trees``: the tree
+    search and the tree-pass timing."""
     measuring, held, ids = splits
     meta = {
         **results.metadata,
@@ -331,8 +335,8 @@ def _with_pipeline_metadata(
     meta["context_predictions"] = context_predictions(
         results, model_set, meta["held_out_context_tokens"]
     )
-    if rec is not None:
-        meta["recommendation"] = recommendation_record(rec)
+    if recommendation is not None:
+        meta["recommendation"] = recommendation
     if trees is not None:
         meta["tree_recommendation"] = tree_record(trees[0])
         meta["tree_pass_timing"] = trees[1]

@@ -69,6 +69,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "generated tokens, e.g. writing=0.5,code=0.3,rag=0.2), priced by Theorem MX from the "
         "set's alpha per category (csd.models/6)",
     )
+    parser.add_argument(
+        "--decision",
+        choices=("assured", "mean"),
+        default="assured",
+        help="when to speculate rather than decode autoregressively: assured (default) only "
+        "when the configuration's 90 %% interval lies above 1, mean when its EWIF exceeds 1 "
+        "(ewif.predict.assurance; a set without per-prompt evidence: both the mean)",
+    )
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     parser.add_argument(
         "--plot", metavar="PATH", help="write STEM-landscape.SUF and STEM-decay.SUF (png/svg/pdf)"
@@ -143,7 +151,7 @@ def run(args: argparse.Namespace) -> int:
         top=args.top,
         hint="lower --k-max or --mag-block, or pass fewer --lenience",
     )
-    out = _report(rec, ms, where, args.space)
+    out = _report(rec, ms, where, args.space, args.decision)
     k_max = rec.space[2]
     if sizes is not None:
         out["batch_schedule"] = _batch_schedule(ms, sizes, k_max)
@@ -196,13 +204,17 @@ def _checked(args: argparse.Namespace, ms):
     return sizes, paths, _plot_paths(args.plot) if args.plot else None
 
 
-def _report(rec, ms, where: str, space: str) -> dict:
-    """The recommendation as ``--json`` prints it, the decision first (module docstring)."""
+def _report(rec, ms, where: str, space: str, rule: str = "assured") -> dict:
+    """The recommendation as ``--json`` prints it, the decision first (module docstring), under
+    the decision ``rule`` (:mod:`ewif.predict.assurance`)."""
+    from ewif.predict.assurance import decide
     from ewif.search.explain import decision_line, review_sizes
     from ewif.search.optimizer import best_sd
 
     result, (_, label, _) = rec.result, rec.space
     best, casc, sd = result.best, result.cascade(), best_sd(ms)
+    top = sd if sd.ewif > best.ewif else best
+    decided = decide(ms, top.models, top.K, top.lenience, top.ewif, rule)
     interval = _interval(ms, best) if ms.bootstrap is not None else None
     choice, line = decision_line(
         best.ewif,
@@ -211,6 +223,7 @@ def _report(rec, ms, where: str, space: str) -> dict:
         best="the configuration below",
         interrupted=result.n_configurations if result.interrupted else None,
         unsettled=interval is not None and not interval["settled"],
+        unassured=decided.reason() if decided.unassured else None,
     )
     passes, share = casc.passes_per_step(), casc.swi_breakdown()
     return {
@@ -227,7 +240,8 @@ def _report(rec, ms, where: str, space: str) -> dict:
         "best_sd": _cfg(sd) | {"k": int(sd.K[0, 0])},
         "gain_over_sd": best.ewif / sd.ewif,
         "autoregressive": 1.0,
-        "decision": rec.decision,
+        "decision": decided.decision,
+        "decision_rule": rule,
         "cost_model": "curve" if ms.cost_curve is not None else "affine",
         "review_sizes": review_sizes(casc),
         "where_the_time_goes": [

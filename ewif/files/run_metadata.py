@@ -130,7 +130,9 @@ class WallSplit:
 
 @dataclass(frozen=True)
 class RecommendationRecord:
-    """What the run kept of ewif's recommendation (``realrun.side_by_side``)."""
+    """What the run kept of ewif's recommendation (``realrun.side_by_side``): ``decision``
+    under ``decision_rule`` (:mod:`ewif.predict.assurance`; files made before it: the mean's,
+    None) and, where the rule needed it, the configuration's 90 % ``interval``."""
 
     decision: str
     best_speculative: str
@@ -138,6 +140,8 @@ class RecommendationRecord:
     predicted_ewif: float
     describe: str
     review_sizes: list[dict[str, Any]]
+    decision_rule: str | None = None
+    interval: list[float] | None = None
 
 
 @dataclass(frozen=True)

@@ -88,6 +88,7 @@ def decision_line(
     best: str = "the configuration below",
     interrupted: int | None = None,
     unsettled: bool = False,
+    unassured: str | None = None,
 ) -> tuple[str, str]:
     """``(choice, line)``: the one decision a recommendation leads with, agreeing with every
     line after it. ``best`` names the best configuration of the searched space (EWIF
@@ -95,7 +96,9 @@ def decision_line(
     choice is ``"interrupted"`` (a partial search decides nothing; ``interrupted``: the
     configurations searched), ``"autoregressive"`` (nothing beats EWIF 1), ``"plain-sd"``
     (plain SD beats every configuration of the space) or ``"cascade"``. ``unsettled``: the
-    interval of the choice does not exclude EWIF 1."""
+    interval of the choice does not exclude EWIF 1; ``unassured``: why the decision rule
+    (:mod:`ewif.predict.assurance`) does not speculate although the best EWIF exceeds 1 —
+    the choice is then ``"autoregressive"``."""
     if interrupted is not None:
         return "interrupted", (
             f"decision: none: the search was interrupted after {interrupted:,} configurations; "
@@ -104,6 +107,12 @@ def decision_line(
     if decision(max(best_ewif, sd_ewif)) == "autoregressive":
         top = f"plain SD with {sd}" if sd_ewif > best_ewif else best
         return "autoregressive", "decision: " + autoregressive_line(top, max(best_ewif, sd_ewif))
+    if unassured is not None:
+        top = f"plain SD with {sd}" if sd_ewif > best_ewif else best
+        return "autoregressive", (
+            f"decision: decode autoregressively: {top} at EWIF {max(best_ewif, sd_ewif):.4f} is "
+            f"not assured ({unassured}): measure more prompts, or --decision mean to run it"
+        )
     noise = "; within the noise of AR: measure more prompts" if unsettled else ""
     if sd_ewif > best_ewif:
         return "plain-sd", (

@@ -132,7 +132,8 @@ def add_numerics_arguments(parser: argparse.ArgumentParser) -> None:
         "(default) by the throughput's one-sided 95 %% lower bound over the drafts' acceptance "
         "resampled, so a speculative lead must hold at its worst plausible acceptance; mean by "
         "the predicted throughput at the measured acceptance (faster on average with many "
-        "measuring prompts; the rule of files made before this option)",
+        "measuring prompts; the rule of files made before this option); the same rule decides "
+        "whether the run's recommendation speculates at all (ewif.predict.assurance)",
     )
 
 

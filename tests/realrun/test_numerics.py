@@ -16,6 +16,7 @@ from ewif.files import results as results_io
 from ewif.files.model_set import ModelSet
 from ewif.search.recommendation import recommend
 from realrun.invariance import Disagreement, Invariance
+from realrun.methods import decide_recommendation, recommendation_record
 from realrun.numerics import STAGES, NumericsTrial, measure_numerics
 from realrun.numerics_choice import check_choice, throughput_interval
 from realrun.numerics_trials import (
@@ -419,3 +420,41 @@ def test_a_separation_is_re_read_against_the_choices_final_rounds():
     bounded = replace(old, excluded_by="quick-look bound")
     assert reread_separation(bounded, chosen) is bounded
     assert "separated earlier" in EXCLUSIONS
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    unit=st.floats(0.01, 1.0),
+    ewif=st.floats(1.0, 3.0),
+    low=st.floats(0.3, 3.5),
+    width=st.floats(0.0, 1.0),
+)
+def test_a_candidates_assured_throughput_is_never_below_its_own_ar(unit, ewif, low, width):
+    """A candidate can always decode autoregressively (EWIF 1 exactly): its assured figure is
+    between its AR's ``1 / t_AR`` and its score, whatever its interval says."""
+    ok = Invariance(4, 48, 48, None)
+    trial = NumericsTrial("float16", 2, unit, "confirmed", ewif / unit, None, ok)
+    trial = replace(trial, interval=(low / unit, (low + width) / unit))
+    assert 1.0 / unit * (1 - 1e-12) <= trial.assured <= trial.score * (1 + 1e-12)
+    if low < 1.0:
+        assert trial.assured == pytest.approx(1.0 / unit)
+
+
+def test_the_results_file_keeps_the_decision_under_the_rule():
+    """The held-out Qwen llama.cpp run on open-ended categories (writing, translation,
+    summaries, none measured): its best cascade, at EWIF 1.042, ran 0.891x AR. The assured
+    rule decoded autoregressively, naming the cascade and its interval; the mean's runs it."""
+    run = results_io.load(DATA / "cpu_results_qwen_xeon_open_llamacpp.json")
+    model_set = ModelSet.from_dict(run.metadata["model_set"], "run")
+    rec = recommend(model_set, k_max=12)
+    assert rec.decision == "speculative" and 1.0 < rec.ewif < 1.05
+    assured = recommendation_record(rec, decide_recommendation(model_set, rec, "assured"))
+    assert assured["decision"] == "autoregressive" and assured["decision_rule"] == "assured"
+    low, high = assured["interval"]
+    assert low < 1.0 < high
+    assert assured["describe"].startswith("decode autoregressively: CSD ")
+    assert "is not assured" in assured["describe"]
+    mean = recommendation_record(rec, decide_recommendation(model_set, rec, "mean"))
+    assert mean["decision"] == "speculative" and "interval" not in mean
+    assert mean["describe"].startswith("recommended: CSD ")
+    assert run.metadata["recommendation"]["decision"] == "autoregressive"
