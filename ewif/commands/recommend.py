@@ -208,14 +208,20 @@ def _report(rec, ms, where: str, space: str, rule: str = "assured") -> dict:
     """The recommendation as ``--json`` prints it, the decision first (module docstring), under
     the decision ``rule`` (:mod:`ewif.predict.assurance`)."""
     from ewif.predict.assurance import decide
+    from ewif.predict.bootstrap import prediction_interval
     from ewif.search.explain import decision_line, review_sizes
     from ewif.search.optimizer import best_sd
 
     result, (_, label, _) = rec.result, rec.space
     best, casc, sd = result.best, result.cascade(), best_sd(ms)
+    iv = None
+    if ms.bootstrap is not None:
+        iv = prediction_interval(ms, best.models, best.K, best.lenience)
     top = sd if sd.ewif > best.ewif else best
-    decided = decide(ms, top.models, top.K, top.lenience, top.ewif, rule)
-    interval = _interval(ms, best) if ms.bootstrap is not None else None
+    decided = decide(
+        ms, top.models, top.K, top.lenience, top.ewif, rule, interval=iv if top is best else None
+    )
+    interval = None if iv is None else _interval(iv, ms.bootstrap.prompts)
     choice, line = decision_line(
         best.ewif,
         f"{sd.models[1]}, k = {int(sd.K[0, 0])}",
@@ -368,17 +374,15 @@ def _batch_sizes(spec: str) -> list[int]:
     return sizes
 
 
-def _interval(ms, best) -> dict:
-    """The bootstrap interval of the best configuration's EWIF (:mod:`ewif.predict.bootstrap`) and
-    whether it settles the decision against AR (EWIF 1)."""
-    from ewif.predict.bootstrap import prediction_interval
-
-    iv = prediction_interval(ms, best.models, best.K, best.lenience)
+def _interval(iv, prompts: int) -> dict:
+    """The bootstrap interval ``iv`` of the best configuration's EWIF
+    (:mod:`ewif.predict.bootstrap`, over ``prompts`` measuring prompts) and whether it settles
+    the decision against AR (EWIF 1)."""
     return {
         "level": iv.level,
         "low": iv.low,
         "high": iv.high,
-        "prompts": ms.bootstrap.prompts,
+        "prompts": prompts,
         "settled": not iv.contains(1.0),
     }
 

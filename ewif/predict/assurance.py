@@ -81,12 +81,16 @@ def decide(
     lenience: float,
     ewif: float,
     rule: str = DEFAULT_RULE,
+    interval: PredictionInterval | None = None,
 ) -> Decision:
     """The decision for the configuration ``(models, K, lenience)`` of exact EWIF ``ewif``
     under ``rule`` (module docstring). The interval is computed only where it can change
-    the answer (``assured``, ``ewif > 1``, per-prompt evidence present)."""
+    the answer (``assured``, ``ewif > 1``, per-prompt evidence present), unless the caller
+    has it already (``interval``: this configuration's, from
+    :func:`ewif.predict.bootstrap.prediction_interval`)."""
     check_rule(rule)
     if ewif <= 1.0 or rule == "mean" or model_set.bootstrap is None:
         return Decision("speculative" if ewif > 1.0 else "autoregressive", rule, ewif)
-    interval = prediction_interval(model_set, models, K, lenience)
+    if interval is None:
+        interval = prediction_interval(model_set, models, K, lenience)
     return Decision("speculative" if interval.low > 1.0 else "autoregressive", rule, ewif, interval)
