@@ -18,9 +18,9 @@ run should hold the machine (about 22 min on a 2-core EPYC), so ``--dtypes`` and
 ``--threads`` give it a reduced candidate set (the staged search still searches every
 candidate): the two then agree when the staged choice is in that set, the exhaustive search
 chooses it too, and every candidate outside the set was stopped by the staged search's
-quick-look bound (an upper bound of its score, so the exhaustive search could not have chosen
-it either) or measured in full by it and scored lower (``lower score``); ``covered`` and
-``agree_over_all_candidates`` in the output say which (a candidate stopped as
+quick-look bound or assured bound (upper bounds of its rank, so the exhaustive search could
+not have chosen it either) or measured in full by it and scored lower (``lower score``);
+``covered`` and ``agree_over_all_candidates`` in the output say which (a candidate stopped as
 ``separated`` is a statistical judgement, not a bound, and leaves the question open). Where the
 choices differ, ``staged_choice_in_exhaustive`` says whether the exhaustive search measured
 the staged choice separated below its own or within their errors (a tie, which a machine whose
@@ -129,7 +129,9 @@ def compared(staged: dict, exhaustive: dict) -> dict:
         "covered": sorted(f"{d} x {t}" for d, t in covered),
         "not_covered_staged_exclusion": outside,
         "agree_over_all_candidates": staged["choice"] == exhaustive["choice"]
-        and all(why in ("quick-look bound", "lower score") for why in outside.values()),
+        and all(
+            why in ("quick-look bound", "assured bound", "lower score") for why in outside.values()
+        ),
     }
 
 

@@ -14,8 +14,12 @@ multi-position pass breaks a near-tie the other way (:mod:`realrun.invariance`) 
 generation's choice (on 8 prompts in float16 and in bfloat16 no acceptance moved:
 ``benchmarks/acceptance_stage.py``). Its cache at the generation's end is kept for reuse
 (:meth:`realrun.cached_model.CachedTokenModel.keep_context`): the timing rounds feed a drawn
-part of the continuation onto the prompt (~1.3 s a round for that model). Every drafter then
-runs once over ``prompt + y`` and every pair ``r < j`` (``r`` neural) is scored at each
+part of the continuation onto the prompt (~1.3 s a round for that model). Measured again in
+other numerics (the numerics search's winner, another dtype than the one α was first
+measured in), a greedy continuation is not generated anew: the target verifies the earlier
+one in one teacher-forced pass, and is generated on only from where its choice first differs
+(:func:`_continuation`; such a pass is the ~2.5 s above, a fifth of the step). Every drafter
+then runs once over ``prompt + y`` and every pair ``r < j`` (``r`` neural) is scored at each
 position ``t`` on the same prefix ``prompt + y_{<t}`` — the prefixes the cascade visits at its
 first draft position (a reviewer that is itself a drafter also works on the target's text
 inside a cascade, so this is closer to a cascade than the reviewer's own continuation). Per
@@ -98,6 +102,14 @@ class _RowKeeper:
         self.rows.update({first + i: np.array(row, dtype=np.float64) for i, row in enumerate(out)})
         return out
 
+    def verified(self, prompt: list[int], earlier: list[int]) -> list[int]:
+        """The longest head of ``earlier`` (a greedy continuation of ``prompt`` decoded in
+        other numerics) that this model's greedy choices repeat, from one teacher-forced pass
+        over it (its rows kept): where it breaks off, a generation goes on from that head."""
+        rows = self.logits(prompt + earlier, len(earlier) + 1)[: len(earlier)]
+        same = np.argmax(rows, axis=-1) == np.asarray(earlier)
+        return earlier if same.all() else earlier[: int(np.argmin(same))]
+
     def after(self, prompt_length: int, T: int) -> np.ndarray | None:
         """``(T, V)``: the rows after the prefixes of ``prompt_length .. + T − 1`` tokens (the
         scores the continuation's ``T`` tokens were drawn from); None if any is missing."""
@@ -179,6 +191,16 @@ class Acceptance:
     #: ``present[j]``: per prompt, ``(T, R)`` rows of proposer ``j``'s candidate presence
     present: dict[int, list[np.ndarray]] = field(default_factory=dict)
 
+    def continuation(self, index: int, max_new_tokens: int) -> list[int] | None:
+        """The greedy continuation of measuring prompt ``index`` for a run of
+        ``max_new_tokens`` (None: not measured greedily with that length, or skipped)."""
+        if not self.decoding.greedy or self.max_new_tokens != max_new_tokens:
+            return None
+        if index in self.skipped:
+            return None
+        position = index - sum(s < index for s in self.skipped)
+        return list(self.contexts[position][1]) if position < len(self.contexts) else None
+
     def alpha(self, n_models: int) -> dict[float, np.ndarray]:
         """``α[l][r, j]``: mean acceptance over all positions; the target row uses ``l = 1``."""
         leniences = sorted({key[0] for key in self.runs})
@@ -226,6 +248,30 @@ class Acceptance:
         }
 
 
+def _continuation(
+    target: _RowKeeper,
+    generator: CascadeDecoder,
+    prompt: list[int],
+    earlier: Acceptance | None,
+    index: int,
+    max_new_tokens: int,
+    eos_token_id: int | None,
+) -> list[int]:
+    """The target's continuation of prompt ``index``: generated, or with ``earlier`` greedy
+    acceptances of the same prompts (same length), its continuation there verified
+    (:meth:`_RowKeeper.verified`) and generated on where the target's choice differs. A pass
+    over ``m`` positions and ``m`` one-position passes agree but at near-ties
+    (:mod:`realrun.invariance`), so the continuation is the target's greedy text in these
+    numerics up to those, as a generation's is."""
+    done = earlier.continuation(index, max_new_tokens) if earlier is not None else None
+    if done is None or not generator.decoding.greedy:
+        return generator.generate(prompt, max_new_tokens, eos_token_id).tokens
+    head = target.verified(prompt, done)
+    if len(head) == len(done):
+        return head
+    return head + generator.generate(prompt + head, max_new_tokens - len(head), eos_token_id).tokens
+
+
 def measure_acceptance(
     models: Sequence[TokenModel | Proposer],
     prompts: Sequence[Sequence[int]],
@@ -237,10 +283,14 @@ def measure_acceptance(
     seed: int = 0,
     progress: bool = True,
     ranks: int = RANKS,
+    earlier: Acceptance | None = None,
 ) -> Acceptance:
     """Teacher-forced acceptances of every pair on the target's continuations, and of the
     drafters' ``ranks`` ranked candidates (0: none; module docstring). Ctrl-C keeps the
-    prompts finished so far (at least one)."""
+    prompts finished so far (at least one). ``earlier``: the same prompts measured greedily in
+    other numerics (another dtype): each continuation is verified by one teacher-forced pass
+    of the target instead of generated anew, and generated on from where its greedy choice
+    first differs (:func:`_continuation`)."""
     lens = sorted({float(x) for x in leniences} | {1.0})
     ranks = validate.count("ranks", ranks)
     target = _RowKeeper(models[0])
@@ -254,7 +304,9 @@ def measure_acceptance(
     try:
         for i, p in enumerate(tqdm(prompts, desc="measure α", unit="prompt", disable=not progress)):
             target.rows.clear()
-            cont = generator.generate(p, max_new_tokens, eos_token_id).tokens
+            cont = _continuation(
+                target, generator, list(p), earlier, i, max_new_tokens, eos_token_id
+            )
             if isinstance(models[0], CachedTokenModel):  # the timing rounds start from it
                 models[0].keep_context()
             if not cont:

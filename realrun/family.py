@@ -9,7 +9,8 @@ file's own). :func:`set_threads` reaches both torch and llama.cpp.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import os
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -42,6 +43,12 @@ class Family:
     @property
     def names(self) -> list[str]:
         return [m.name for m in self.chain]
+
+    @property
+    def parameters(self) -> int:
+        """Parameters of its transformers models (0 on llama.cpp)."""
+        models = [m.model for m in self.chain if isinstance(m, HFTokenModel)]
+        return sum(p.numel() for model in models for p in model.parameters())
 
     @property
     def assistants(self) -> list[str]:
@@ -114,3 +121,28 @@ def set_threads(family: Family, threads: int) -> None:
     for m in family.chain:
         if hasattr(m, "set_threads"):
             m.set_threads(threads)
+
+
+def available_memory() -> int:
+    """Bytes of memory available to a new allocation without swapping (``MemAvailable`` of
+    ``/proc/meminfo``; where there is none, the free pages)."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+
+
+#: Bytes per parameter :func:`room_for_another` wants free: a float32 copy and half again
+#: (a load's dequantizing and casting, the caches and activations of its passes).
+ROOM_PER_PARAMETER = 6
+
+
+def room_for_another(families: Iterable[Family]) -> bool:
+    """Whether the memory available holds another family as large as the largest of
+    ``families`` in any dtype (:data:`ROOM_PER_PARAMETER` bytes per parameter)."""
+    largest = max((f.parameters for f in families), default=0)
+    return available_memory() >= ROOM_PER_PARAMETER * largest

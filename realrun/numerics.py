@@ -12,28 +12,25 @@ a pass over ``m`` positions and ``m`` single passes, under the user's rule (``st
 the default, or ``near-ties``; :mod:`realrun.invariance`). A GPU's ``"auto"`` is bfloat16
 (float16 where unsupported), unmeasured; on llama.cpp only the thread count is searched.
 
-The search runs in named stages (:class:`_Search`); every candidate it does not choose is
-recorded with the rule that excluded it (:data:`realrun.numerics_trials.EXCLUSIONS`), and
-the account of the choice names every candidate predicted faster than the choice, with its
-reason (:func:`realrun.numerics_trials.summary`):
+The search runs in named stages (:class:`_Search`); a candidate not chosen is recorded with
+the rule that excluded it (:data:`realrun.numerics_trials.EXCLUSIONS`), and the account of the
+choice names every one predicted faster, with its reason (:func:`realrun.numerics_trials.summary`):
 
 0. **Quick look** (:meth:`_Search.quick_look`): every neural model's fastest of two passes
-   over ``m = 1..4``, for every candidate on the first measuring prompt, one load per dtype,
-   a warm-up round at its first thread count only (then a model's first pass warms it).
-1. **α once** (:meth:`_Search.measure_alpha`), in the dtype loaded last, scores every
-   candidate (dtypes differ in what a pass costs, not, beyond rounding, in what the models
-   predict); measured again in the winner's dtype if that is another.
-2. **The quick-look bound** (:func:`realrun.numerics_trials.throughput_bound`) bounds every
-   configuration's throughput; candidates are taken in order of it (one dtype at a time),
-   and one whose bound is below the best *eligible* rank stops here.
+   over ``m = 1..4`` on the first measuring prompt, per candidate (a load, a warm-up per dtype).
+1. **α once** (:meth:`_Search.measure_alpha`) in the dtype loaded last (dtypes differ in what
+   a pass costs, not, beyond rounding, in what the models predict); again in the winner's.
+2. **The quick-look bounds** (:mod:`realrun.numerics_bound`): candidates in order of their
+   score bound (one dtype at a time); one whose bound — under ``assured`` also its bound of the
+   assured throughput, computed only then — is below the best *eligible* rank stops here.
 3. **A short curve** (``screen_repeats`` rounds after a warm-up, none where α just ran): a
    candidate *separated* below the leader (:mod:`realrun.numerics_rounds`) stops here.
 4. **Batch invariance**, before more rounds (it is cheaper).
 5. **Rounds, one at a time** (to it or the leader) while a runner-up is not separated from
    the leader, up to ``repeats`` or, behind, until the cap could not separate it (futile);
-   separated above, or ahead at the cap, it leads. The leader
-   is **confirmed** (rounds to ``PRECISION`` or ``repeats``) when a bound is checked against
-   it; the chosen one gets ``repeats`` rounds, as given numerics do (its curves are the run's).
+   separated above, or ahead at the cap, it leads. The leader is **confirmed** (rounds to
+   ``PRECISION`` or ``repeats``) when a bound is checked against it; the chosen one gets
+   ``repeats`` rounds, as given numerics do (its curves are the run's).
 
 Every bar is the best *eligible* rank, so a candidate is never dropped in favour of one
 that batch invariance later excludes. ``exhaustive=True`` measures every candidate for
@@ -54,9 +51,10 @@ from ewif.files.model_set import ModelSet
 from ewif.search.recommendation import Recommendation, recommend
 from realrun.acceptance import Acceptance, measure_acceptance
 from realrun.ar import ar_timer
-from realrun.family import Family, load_family, set_threads
+from realrun.family import Family, load_family, room_for_another, set_threads
 from realrun.invariance import batch_invariance
 from realrun.measure import Costs, assemble_model_set, check_models, measure_costs
+from realrun.numerics_bound import assured_bound, quick_passes, throughput_bound
 from realrun.numerics_choice import DEFAULT_CHOICE, throughput_interval
 from realrun.numerics_rounds import MIN_ROUNDS, confirmation_stop, race_verdict, score_stderr
 from realrun.numerics_settings import (
@@ -66,20 +64,14 @@ from realrun.numerics_settings import (
     search_settings,
 )
 from realrun.numerics_trials import (
-    QUICK_M,
-    QUICK_REPEATS,
     STAGES,
     Measured,
     NumericsTrial,
-    fastest,
     reread_separation,
     score,
     summary,
-    throughput_bound,
 )
 from realrun.prompts import Prompt, encode
-from realrun.timing import time_passes
-from simulate.decoder.interface import TokenModel
 from simulate.decoder.sampling import Decoding
 
 __all__ = ["CPU_DTYPES", "STAGES", "Measured", "NumericsTrial", "measure_numerics"]
@@ -87,12 +79,12 @@ __all__ = ["CPU_DTYPES", "STAGES", "Measured", "NumericsTrial", "measure_numeric
 
 @dataclass
 class _Candidate:
-    """A candidate while the search runs: numerics, bound, costs and trial (None until a
-    stage ends) so far."""
+    """A candidate while the search runs: its bounds, costs and trial (None until a stage ends)."""
 
     dtype: str
     threads: int
     bound: float | None = None
+    assured_bound: float | None = None
     costs: Costs | None = None
     trial: NumericsTrial | None = None
     offset: int = 0  # rounds run so far, warm-up included: where the next round starts
@@ -116,6 +108,7 @@ class _Search:
     acceptance: Acceptance | None = None
     alpha_dtype: str = ""
     quick: dict[tuple[str, int], dict[str, list[float]]] = field(default_factory=dict)
+    names: list[str] = field(default_factory=list)  # the family's models (in every dtype)
     labels: dict[str, str] = field(default_factory=dict)  # requested dtype -> family.dtype
     candidates: list[_Candidate] = field(default_factory=list)
     best: _Candidate | None = None
@@ -140,11 +133,12 @@ class _Search:
 
     # ------------------------------------------------------------------ families
     def family(self, dtype: str) -> Family:
-        """The family in ``dtype``, loaded once; at most one family besides the best
-        candidate's is kept in memory."""
+        """The family in ``dtype``, loaded once; the others but the best candidate's are
+        dropped first unless there is room (:func:`realrun.family.room_for_another`)."""
         if dtype not in self.families:
             keep = None if self.best is None else self.best.dtype
-            for name in [d for d in self.families if d != keep]:
+            room = room_for_another(self.families.values())
+            for name in [d for d in self.families if d != keep and not room]:
                 del self.families[name]
             gc.collect()
             with self.timed("load", own=dtype):
@@ -172,18 +166,16 @@ class _Search:
             for warmup, t in zip((1, *[0] * len(s.counts)), s.counts, strict=False):
                 set_threads(family, t)
                 with self.timed("quick look"):
-                    self.quick[(dtype, t)] = {
-                        m.name: fastest(time_passes(m, context, QUICK_M, QUICK_REPEATS, warmup))
-                        for m in family.chain
-                        if isinstance(m, TokenModel)
-                    }
+                    self.quick[(dtype, t)] = quick_passes(family.chain, context, warmup)
 
     def measure_alpha(self, dtype: str) -> None:
-        """Stage 1 (and at the end, when another dtype won): α in ``dtype``."""
-        s = self.settings
+        """Stage 1 (and at the end, when another dtype won, verifying the continuations of
+        the first, :func:`realrun.acceptance.measure_acceptance`; a run given the numerics
+        pays the first's time): α in ``dtype``."""
+        s, earlier = self.settings, self.acceptance
         family = self.family(dtype)
         set_threads(family, max(s.counts))
-        with self.timed("alpha", own="alpha"):
+        with self.timed("alpha", own="" if earlier else "alpha"):
             self.acceptance = measure_acceptance(
                 family.chain,
                 [encode(p, family.tokenizer) for p in self.measuring],
@@ -192,6 +184,7 @@ class _Search:
                 decoding=s.decoding,
                 eos_token_id=family.tokenizer.eos_token_id,
                 progress=s.progress,
+                earlier=earlier,
             )
         self.alpha_dtype = family.dtype
         self.warm = (dtype, max(s.counts))
@@ -200,11 +193,11 @@ class _Search:
         """Stage 2's order: every candidate's quick-look bound; dtypes in the order of their
         best bound (each loaded once), within one the best bound first."""
         assert self.acceptance is not None
-        names = next(iter(self.families.values())).names
-        alpha = self.acceptance.alpha(len(names))
+        self.names = next(iter(self.families.values())).names
+        alpha = self.acceptance.alpha(len(self.names))
         for c in self.candidates:
             quick = self.quick[(c.dtype, c.threads)]
-            c.bound = throughput_bound(names, alpha, quick, self.settings.k_max)
+            c.bound = throughput_bound(self.names, alpha, quick, self.settings.k_max)
         top = {d: max(c.bound or 0.0 for c in self.candidates if c.dtype == d) for d in self.labels}
         self.candidates.sort(key=lambda c: (-top[c.dtype], -(c.bound or 0.0)))
 
@@ -214,11 +207,9 @@ class _Search:
         s = self.settings
         if self.bounded(c):
             self.confirm(self.best)  # a bound excludes only against a confirmed score
-        if self.bounded(c):
-            one = self.quick[(c.dtype, c.threads)]
-            target = next(iter(one.values()))[0]
-            c.trial = self.trial(c, "bound", c.bound, target, excluded_by="quick-look bound")
-            c.trial = replace(c.trial, stopped="bound")
+        if why := self.bounded(c):
+            target = next(iter(self.quick[(c.dtype, c.threads)].values()))[0]
+            c.trial = replace(self.trial(c, "bound", c.bound, target, why), stopped="bound")
             return
         self.add_rounds(c, s.screen_repeats)
         self.scored(c, "short curve")
@@ -236,9 +227,24 @@ class _Search:
         else:
             self.race(c)
 
-    def bounded(self, c: _Candidate) -> bool:
-        """Stage 2: ``c``'s quick-look bound is below the leader's rank (a search only)."""
-        return not self.settings.exhaustive and c.bound is not None and c.bound < self.best_rank
+    def bounded(self, c: _Candidate) -> str | None:
+        """Stage 2 (a search only): the bound of ``c`` below the leader's rank, by name."""
+        s, rank = self.settings, self.best_rank
+        if s.exhaustive or c.bound is None:
+            return None
+        if c.bound < rank:
+            return "quick-look bound"
+        if s.choice != "assured" or self.best is None:
+            return None
+        if c.assured_bound is None:
+            c.assured_bound = self.assured_bound_of(c)
+        return "assured bound" if c.assured_bound < rank else None
+
+    def assured_bound_of(self, c: _Candidate) -> float:
+        """:func:`realrun.numerics_bound.assured_bound` of ``c``'s quick look (computed once)."""
+        a, quick = self.acceptance, self.quick[(c.dtype, c.threads)]
+        alpha = a.alpha(len(self.names))
+        return assured_bound(self.names, alpha, a.by_prompt(), quick, self.settings.k_max)
 
     def race(self, c: _Candidate) -> None:
         """Stage 5 for a runner-up (the first eligible candidate leads at once): one round
@@ -360,17 +366,10 @@ class _Search:
     ) -> NumericsTrial:
         s = self.settings
         return NumericsTrial(
-            self.labels[c.dtype],
-            c.threads,
-            unit,
-            stage,
-            value,
-            min_agreement=s.min_agreement,
-            rule=s.rule,
-            choice=s.choice,
-            excluded_by=excluded_by,
-            bound=c.bound,
-        )
+            self.labels[c.dtype], c.threads, unit, stage, value, min_agreement=s.min_agreement,
+            rule=s.rule, choice=s.choice, excluded_by=excluded_by, bound=c.bound,
+            assured_bound=c.assured_bound,
+        )  # fmt: skip
 
     def model_set(self, c: _Candidate) -> ModelSet:
         """The model set of the candidate's curves with the search's α."""
@@ -494,7 +493,8 @@ def measure_numerics(
     search.measure_alpha(next(reversed(search.families), settings.dtypes[0]))
     if search.quick:
         search.order_by_bound()
-    bar = tqdm(search.candidates, desc="numerics", unit="candidate", disable=not progress)
-    for candidate in bar:
+    for candidate in tqdm(
+        search.candidates, desc="numerics", unit="candidate", disable=not progress
+    ):
         search.run_candidate(candidate)
     return search.finish(started)

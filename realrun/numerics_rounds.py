@@ -62,7 +62,7 @@ MIN_ROUNDS = 3
 FUTILITY_POWER = 0.1
 #: Why a candidate's timing rounds stopped (``NumericsTrial.stopped``).
 STOPS = {
-    "bound": "not timed: its quick-look bound was below the best eligible rank",
+    "bound": "not timed: a quick-look bound of its rank was below the best eligible rank",
     "separated": f"its rank was {SEPARATION_Z} standard errors below the leader's",
     "batch invariance": "its target failed batch invariance after its short curve",
     "futile": f"the repeats cap could not separate it from the leader (power < {FUTILITY_POWER})",

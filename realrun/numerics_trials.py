@@ -1,47 +1,27 @@
-"""The numerics search's records: every candidate's trial, the quick-look bound, and the
-account of the choice that names every faster candidate and why it was excluded.
+"""The numerics search's records: every candidate's trial, and the account of the choice
+that names every faster candidate and why it was excluded.
 
 A candidate ``(dtype, threads)`` is scored by its predicted throughput
 ``max(EWIF*, 1) / t_AR`` tokens/s (:mod:`realrun.numerics`). Every candidate that is not
 chosen was excluded by one rule (:data:`EXCLUSIONS`), recorded in its trial
 (``excluded_by``) and in the results file's ``metadata.numerics_trials``.
 
-The quick-look bound. Before any curve is timed, every neural model's passes over
-``m = 1..4`` positions are timed on one context, the first measuring prompt (not a shorter
-one: on this project's AMD machine float16 passes at 2 threads ran 20–25 % slower after 16
-tokens than after the whole 84-token prompt, so a floor timed there was no floor and excluded
-a candidate that scored above the choice). If no pass of model ``i``
-over ``m >= 2`` positions costs less than ``min_{2 <= m' <= 4} t_i(m')`` (a pass never gets
-cheaper with more positions beyond the first two, on every curve this project has timed),
-and a proposer costs nothing, then the *floor* curves
-
-    ℓ_i(1) = t_i(1),  ℓ_i(m) = min_{m <= m' <= 4} t_i(m')  (2 <= m <= 4),
-    ℓ_i(m) = min_{2 <= m' <= 4} t_i(m')  (m > 4)
-
-are below every real pass cost, and since a configuration's throughput only rises when a
-pass gets cheaper, the recommendation on the floors (with the measured α) bounds every
-configuration's throughput: ``U = max(EWIF*_floor, 1) / (ℓ_0(1)·(1 − noise))`` tokens/s
-(autoregressive decoding pays at least the target's one-token pass; ``noise`` covers the
-quick look's own timing error). A candidate whose ``U`` is below the best eligible rank
-cannot win (``U`` bounds its score, and the score its assured throughput;
-:func:`throughput_bound`).
+The quick-look bounds (``bound``, ``assured_bound`` of a trial) are
+:mod:`realrun.numerics_bound`'s.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-import numpy as np
-
 from ewif.files.model_set import ModelSet
-from ewif.search.recommendation import Recommendation, recommend
+from ewif.search.recommendation import Recommendation
 from realrun.family import Family
 from realrun.invariance import Invariance
 from realrun.methods import recommendation_record
 from realrun.numerics_choice import DEFAULT_CHOICE
 from realrun.numerics_rounds import SEPARATION_Z, STOPS, separation
-from realrun.pass_timing import PassTiming
 
 #: How far each candidate's search went: its quick-look bound, its short curve, its batch
 #: invariance check, more rounds under the separation rule, or confirmed (measured until
@@ -50,6 +30,10 @@ STAGES = ("bound", "short curve", "invariance", "rounds", "confirmed")
 #: The rules that exclude a candidate, by name (``NumericsTrial.excluded_by``).
 EXCLUSIONS = {
     "quick-look bound": "its quick-look bound is below the best eligible rank",
+    "assured bound": (
+        "its quick-look bound of the assured throughput (the 5th percentile over the measuring "
+        "prompts' acceptance resampled, at the floor costs) is below the best eligible rank"
+    ),
     "separated": (
         f"its rank (the choice rule's throughput) is below the best eligible one by more than "
         f"{SEPARATION_Z} standard errors of the difference (one-sided, 95 %)"
@@ -65,15 +49,6 @@ EXCLUSIONS = {
     ),
     "none eligible": "no candidate passed batch invariance; the highest agreement was taken",
 }
-#: Relative timing error the quick-look bound allows for (module docstring).
-QUICK_NOISE = 0.1
-#: Positions the quick look times every neural model's passes at.
-QUICK_M = 4
-#: Timed repeats of each quick-look pass (after one warm-up); the quick look keeps the
-#: fastest of them, so one stalled pass cannot lift a floor (in a shipped run the mean of two
-#: timings of an 8 ms pass came to 1.17 s and excluded the faster candidate), and the bound
-#: allows for the rest of their error (:data:`QUICK_NOISE`).
-QUICK_REPEATS = 2
 
 
 @dataclass
@@ -98,10 +73,12 @@ class NumericsTrial:
     ``"bound"`` the target's one-token pass, a lower bound of it); ``invariance`` is None
     where it was not checked; ``excluded_by`` names the rule that excluded it
     (:data:`EXCLUSIONS`; None for the choice); ``bound`` is its quick-look bound (None when
-    the search had no quick look); ``rounds`` its timed rounds, ``stopped`` why they
-    stopped (:data:`realrun.numerics_rounds.STOPS`) and ``score_se`` the score's standard
-    error (:func:`realrun.numerics_rounds.score_stderr`); ``seconds`` the wall time of
-    its rounds (warm-up included) and its batch invariance check; ``interval`` the 90 %
+    the search had no quick look) and ``assured_bound`` its quick-look bound of the assured
+    throughput (None where it was not needed, :mod:`realrun.numerics_bound`); ``rounds``
+    its timed rounds, ``stopped`` why they stopped (:data:`realrun.numerics_rounds.STOPS`)
+    and ``score_se`` the score's standard error
+    (:func:`realrun.numerics_rounds.score_stderr`); ``seconds`` the wall time of its rounds
+    (warm-up included) and its batch invariance check; ``interval`` the 90 %
     interval of a speculative recommendation's throughput
     (:func:`realrun.numerics_choice.throughput_interval`) and ``choice`` the rule that ranks
     the candidates (:data:`realrun.numerics_choice.CHOICE_RULES`)."""
@@ -117,6 +94,7 @@ class NumericsTrial:
     rule: str = "strict"
     excluded_by: str | None = None
     bound: float | None = None
+    assured_bound: float | None = None
     rounds: int = 0
     stopped: str | None = None
     score_se: float = 0.0
@@ -182,6 +160,8 @@ class NumericsTrial:
             out["reason"] = EXCLUSIONS[self.excluded_by]
         if self.bound is not None:
             out["quick_look_bound_tokens_per_s"] = self.bound
+        if self.assured_bound is not None:
+            out["quick_look_assured_bound_tokens_per_s"] = self.assured_bound
         if self.recommendation is not None:
             out["recommendation"] = recommendation_record(self.recommendation)
         if self.invariance is not None:
@@ -208,52 +188,6 @@ def score(rec: Recommendation, ar_token_s: float) -> float:
     return max(rec.ewif, 1.0) / ar_token_s
 
 
-def fastest(timing: PassTiming) -> list[float]:
-    """A quick look's ``t(1..M)``: the fastest of each ``m``'s timed passes (a floor, as the
-    bound wants; one stalled pass does not move it)."""
-    return [float(min(values)) for values in timing.samples]
-
-
-def floor_curve(seconds: Sequence[float]) -> np.ndarray:
-    """``ℓ(m)`` for ``m = 1..M+1`` from a quick look's ``t(1..M)`` (module docstring):
-    ``t(1)``, the running minimum from the right for ``m >= 2``, then the floor of ``m >= 2``
-    once more, so that ewif's extension rule (the line through the last two points, flat
-    where it would fall) continues it flat."""
-    t = np.asarray(seconds, dtype=float)
-    if t.size < 2 or not np.isfinite(t).all() or (t <= 0).any():
-        raise ValueError(f"a quick look needs pass times > 0 at m = 1, 2, …, got {t.tolist()}")
-    right = np.minimum.accumulate(t[::-1])[::-1]
-    right[0] = t[0]
-    return np.append(right, right[1])
-
-
-def throughput_bound(
-    names: Sequence[str],
-    alpha: Mapping[float, np.ndarray],
-    quick: Mapping[str, Sequence[float]],
-    k_max: int,
-    noise: float = QUICK_NOISE,
-) -> float:
-    """``U`` of the module docstring, tokens/s: ``quick[name]`` holds a neural model's mean
-    seconds at ``m = 1..M`` (the target's first); a model without one is a proposer (cost 0).
-    ``alpha`` is the measured acceptance (lenience -> matrix)."""
-    if not 0.0 <= noise < 1.0:
-        raise ValueError(f"noise must be in [0, 1), got {noise!r}")
-    floors = {n: floor_curve(quick[n]) for n in names if n in quick}
-    unit = floors[names[0]][0]
-    curves = tuple(floors[n] / unit if n in floors else np.array([0.0]) for n in names)
-    curves[0][0] = 1.0
-    optimistic = ModelSet(
-        models=tuple(names),
-        cost=np.array([c[0] for c in curves]),
-        cost_per_token=np.zeros(len(names)),
-        alpha=dict(alpha),
-        cost_curve=curves,
-    )
-    best = max(recommend(optimistic, k_max=k_max).ewif, 1.0)
-    return best / (unit * (1.0 - noise))
-
-
 def summary(
     chosen: NumericsTrial,
     trials: Sequence[NumericsTrial],
@@ -263,7 +197,8 @@ def summary(
     """What was chosen (score ± its standard error, assured throughput and choice rule,
     recommendation, batch invariance, its rounds and why they stopped) and why (how many
     candidates each rule excluded), then one line for every candidate predicted faster than
-    the choice, naming the rule that excluded it (and its assured throughput); with the
+    the choice, naming the rule that excluded it (and its assured throughput), and one for
+    every candidate the assured bound excluded whose score bound is above the choice's; with the
     choice's throughput interval (a speculative choice), a line with it naming every measured
     candidate whose score falls inside (a lead the drafts' acceptance may not hold); with
     ``own`` — the seconds the chosen numerics alone took (one load, α, its
@@ -299,6 +234,13 @@ def summary(
             f"faster, not chosen: {t.label} at a predicted {t.score:.2f} ± {t.score_se:.2f} "
             f"tokens/s{_assured(t)} ({t.stage}, {_rounds(t)}): excluded by {why}"
         )
+    for t in trials:
+        if t.excluded_by == "assured bound" and t.score > chosen.score:
+            lines.append(
+                f"maybe faster, not timed: {t.label}, its score at most {t.score:.2f} tokens/s, "
+                f"its assured throughput at most {t.assured_bound:.2f}: excluded by "
+                f"{EXCLUSIONS['assured bound']} (the mean rule would have timed it)"
+            )
     if chosen.interval is not None:
         low, high = chosen.interval
         inside = [

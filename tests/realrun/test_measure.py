@@ -4,6 +4,7 @@ and the model-set file that ``csd recommend --from`` reads."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -108,6 +109,53 @@ def test_the_target_is_not_run_again_over_its_continuation(chain, tiny_prompts):
         target.pass_rows[m] == target.pass_sizes[m] for m in target.pass_sizes
     )
     assert target.passes == sum(len(c) for _, c in acc.contexts)
+
+
+def _alpha_on(chain, prompts, earlier=None):
+    return measure_acceptance(
+        chain, prompts, max_new_tokens=NEW, leniences=(1.0,), decoding=Decoding(),
+        progress=False, ranks=0, earlier=earlier,
+    )  # fmt: skip
+
+
+def test_earlier_continuations_are_verified_in_one_pass_not_generated(chain, tiny_prompts):
+    """α again in other numerics (here the same model) from an earlier greedy measurement:
+    one teacher-forced pass of the target per prompt verifies its continuation, and the
+    continuations and α are the generation's."""
+    first = _alpha_on(chain[:3], tiny_prompts[:3])
+    target = chain[0]
+    target.reset_counters()
+    again = _alpha_on(chain[:3], tiny_prompts[:3], earlier=first)
+    assert target.passes == len(first.contexts)
+    assert again.contexts == first.contexts
+    np.testing.assert_allclose(again.alpha(3)[1.0], first.alpha(3)[1.0], atol=1e-12)
+
+
+def test_a_continuation_that_breaks_off_is_generated_on_from_there(chain, tiny_prompts):
+    """An earlier continuation whose third token the target would not choose: its first two
+    tokens are kept, the rest generated, and the result is the fresh measurement's, with as
+    many one-position passes as tokens generated."""
+    first = _alpha_on(chain[:2], tiny_prompts[:1])
+    (prompt, cont), vocab = first.contexts[0], chain[0].vocab_size
+    wrong = [*cont[:2], (cont[2] + 1) % vocab, *cont[3:]]
+    earlier = replace(first, contexts=[(prompt, wrong)])
+    target = chain[0]
+    target.reset_counters()
+    again = _alpha_on(chain[:2], tiny_prompts[:1], earlier=earlier)
+    assert again.contexts == first.contexts
+    assert target.passes == 1 + len(cont) - 2
+    np.testing.assert_allclose(again.alpha(2)[1.0], first.alpha(2)[1.0], atol=1e-12)
+
+
+def test_only_a_greedy_measurement_of_the_same_length_is_reused(chain, tiny_prompts):
+    first = _alpha_on(chain[:2], tiny_prompts[:2])
+    assert first.continuation(0, NEW) == first.contexts[0][1]
+    assert first.continuation(0, NEW + 1) is None and first.continuation(5, NEW) is None
+    sampled = replace(first, decoding=Decoding(temperature=1.0))
+    assert sampled.continuation(0, NEW) is None
+    skipping = replace(first, skipped=(0,), contexts=first.contexts[1:])
+    assert skipping.continuation(0, NEW) is None
+    assert skipping.continuation(1, NEW) == first.contexts[1][1]
 
 
 def test_alpha_structure(measured):

@@ -13,21 +13,21 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ewif.files import results as results_io
+from ewif.files.bootstrap_data import BootstrapData
 from ewif.files.model_set import ModelSet
 from ewif.search.recommendation import recommend
 from realrun.invariance import Disagreement, Invariance
 from realrun.methods import decide_recommendation, recommendation_record
 from realrun.numerics import STAGES, NumericsTrial, measure_numerics
-from realrun.numerics_choice import check_choice, throughput_interval
-from realrun.numerics_trials import (
-    EXCLUSIONS,
+from realrun.numerics_bound import (
     QUICK_NOISE,
+    assured_bound,
     fastest,
     floor_curve,
-    reread_separation,
-    summary,
     throughput_bound,
 )
+from realrun.numerics_choice import check_choice, throughput_interval
+from realrun.numerics_trials import EXCLUSIONS, reread_separation, summary
 from realrun.pipeline import split_prompts
 from realrun.timing import PassTiming
 from simulate.decoder.sampling import Decoding
@@ -86,6 +86,57 @@ def test_no_configuration_beats_the_quick_look_bound(a, b, target, drafter, rise
     assert throughput_bound(("t", "d", "e"), {1.0: alpha}, quick, k_max=4) == pytest.approx(
         bound / (1 - QUICK_NOISE)
     )
+
+
+@settings(max_examples=8, deadline=None)
+@given(
+    rates=st.lists(st.floats(0.05, 0.95), min_size=3, max_size=3),
+    counts=st.lists(st.integers(5, 40), min_size=5, max_size=5),
+    target=st.lists(st.floats(1.0, 2.5), min_size=3, max_size=3),
+    drafter=st.lists(st.floats(0.02, 0.6), min_size=4, max_size=4),
+    slack=st.lists(st.floats(0.0, 0.3), min_size=9, max_size=9),
+    seed=st.integers(0, 2**16),
+)
+def test_no_assured_throughput_beats_the_assured_bound(rates, counts, target, drafter, slack, seed):
+    """The assured bound (realrun.numerics_bound): real curves at or above the quick look's
+    floors (the target's one-token pass t1 = 0.1 s; an AR token t_AR >= t1), with 1 %
+    standard errors, give the recommendation an assured throughput — the 5th percentile of
+    its interval, floored at AR, never above its score — at most U_A, which is at most U
+    or else no tighter than it need be (both are bounds)."""
+    rng = np.random.default_rng(seed)
+    pairs = [(0, 1), (0, 2), (1, 2)]
+    by_prompt = {}
+    alpha = np.full((3, 3), np.nan)
+    for (r, j), rate in zip(pairs, rates, strict=True):
+        n = np.asarray(counts, dtype=float)
+        by_prompt[(1.0, r, j)] = np.column_stack([rng.binomial(counts, rate), n])
+        alpha[r, j] = by_prompt[(1.0, r, j)][:, 0].sum() / n.sum()
+    t1 = 0.1
+    quick = {"t": [t1, *(t1 * np.asarray(target))], "d": list(t1 * np.asarray(drafter))}
+    t_ar = t1 * (1 + slack[0])
+    seconds_t = np.array(quick["t"][1:]) * (1 + np.asarray(slack[1:4]))
+    seconds_d = np.array(quick["d"]) * (1 + np.asarray(slack[4:8]))
+    curves = (
+        np.concatenate([[1.0], seconds_t / t_ar, [seconds_t.max() / t_ar + slack[8]]]),
+        seconds_d / t_ar,
+        np.array([0.0]),
+    )
+    stderr = tuple(0.01 * c for c in curves)
+    real = ModelSet(
+        models=("t", "d", "mag"),
+        cost=np.array([c[0] for c in curves]),
+        cost_per_token=np.zeros(3),
+        alpha={1.0: alpha},
+        cost_curve=curves,
+        bootstrap=BootstrapData(by_prompt, stderr),
+    )
+    rec = recommend(real, k_max=2)
+    trial = NumericsTrial("float32", 1, t_ar, "confirmed", max(rec.ewif, 1.0) / t_ar)
+    trial = replace(trial, interval=throughput_interval(rec, real, t_ar))
+    names = ("t", "d", "mag")
+    bound = assured_bound(names, {1.0: alpha}, by_prompt, quick, k_max=2)
+    assert trial.assured <= bound * (1 + 1e-9)
+    assert bound >= 1.0 / (t1 * (1 - QUICK_NOISE))  # never below the AR it bounds
 
 
 def test_a_stalled_quick_look_pass_cannot_lower_the_bound():
@@ -208,7 +259,7 @@ def test_staged_search_accounts_for_every_candidate_and_names_faster_ones(
 def test_the_quick_look_warms_up_once_per_dtype(tiny_model_dirs, prompt_file, monkeypatch):
     """A warm-up round of every model's quick-look passes at a dtype's first thread count
     only; every other candidate times its passes at once (its first pass warms it)."""
-    from realrun import numerics, timing
+    from realrun import numerics_bound, timing
 
     seen: list[tuple[str, int, int]] = []
 
@@ -216,7 +267,7 @@ def test_the_quick_look_warms_up_once_per_dtype(tiny_model_dirs, prompt_file, mo
         seen.append((str(next(model.model.parameters()).dtype), torch.get_num_threads(), warmup))
         return timing.time_passes(model, context, max_m, repeats, warmup)
 
-    monkeypatch.setattr(numerics, "time_passes", recorded)
+    monkeypatch.setattr(numerics_bound, "time_passes", recorded)
     _search(tiny_model_dirs, prompt_file, dtype=("float32", "bfloat16"), threads=(2, 1))
     assert [(d, t) for d, t, w in seen if w] == [
         ("torch.float32", 2),
@@ -225,6 +276,43 @@ def test_the_quick_look_warms_up_once_per_dtype(tiny_model_dirs, prompt_file, mo
         ("torch.bfloat16", 2),
     ]
     assert {(d, t) for d, t, w in seen if not w} == {("torch.float32", 1), ("torch.bfloat16", 1)}
+
+
+@pytest.mark.parametrize("room", [True, False])
+def test_families_stay_loaded_while_memory_holds_another(
+    tiny_model_dirs, prompt_file, monkeypatch, room
+):
+    """With room for another family every dtype is loaded once; without it the families but
+    the leader's are dropped before each load (a dtype may then be loaded again)."""
+    from realrun import family, numerics
+
+    loads: list[str] = []
+
+    def counted(sources, **kw):
+        loads.append(kw["dtype"])
+        return family.load_family(sources, **kw)
+
+    monkeypatch.setattr(numerics, "load_family", counted)
+    monkeypatch.setattr(family, "available_memory", lambda: 10**15 if room else 0)
+    measured = _search(tiny_model_dirs, prompt_file, dtype=("float32", "bfloat16"), threads=1)
+    assert set(loads) == {"float32", "bfloat16"}
+    if room:
+        assert sorted(loads) == ["bfloat16", "float32"]
+    assert measured.model_set.metadata["dtype"] in ("float32", "bfloat16")
+
+
+def test_room_for_another_family_is_six_bytes_a_parameter(monkeypatch):
+    from realrun import family
+
+    assert 0 < family.available_memory() < 2**50
+
+    class Loaded:
+        parameters = 1000
+
+    monkeypatch.setattr(family, "available_memory", lambda: 6000)
+    assert family.room_for_another([Loaded()]) and family.room_for_another([])
+    monkeypatch.setattr(family, "available_memory", lambda: 5999)
+    assert not family.room_for_another([Loaded()])
 
 
 def test_near_ties_rule_admits_a_near_tie(tiny_model_dirs, prompt_file, monkeypatch):
@@ -254,8 +342,8 @@ def test_summary_names_a_faster_candidate_and_its_reason():
     assert lines[0].startswith("numerics: float16 × 2 threads, predicted 7.19 ± 0.10 tokens/s")
     assert lines[0].endswith("batch invariance 48/48 agree (strict); 4 rounds, stopped: precision")
     assert lines[1] == (
-        "why: 3 candidates in 120 s; excluded: 1 by quick-look bound, 0 by separated, "
-        "1 by batch invariance, 0 by lower score, 0 by separated earlier"
+        "why: 3 candidates in 120 s; excluded: 1 by quick-look bound, 0 by assured bound, "
+        "0 by separated, 1 by batch invariance, 0 by lower score, 0 by separated earlier"
     )
     assert lines[2] == (
         "faster, not chosen: bfloat16 × 2 threads at a predicted 8.28 ± 0.20 tokens/s "

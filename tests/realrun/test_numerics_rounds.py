@@ -4,6 +4,7 @@ rounds time scripted AR seconds."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from itertools import cycle
 from statistics import NormalDist
@@ -131,6 +132,7 @@ class _StubSearch(_Search):
         self.labels = {d: d for d in settings.dtypes}
         self.flips = flips
         self.timed_rounds: dict[tuple[str, int], int] = {}
+        self.assured_bounds: dict[tuple[str, int], float] = {}
         self.candidates = [_Candidate(d, t) for d, t in script]
 
     def family_of(self, c):
@@ -159,6 +161,9 @@ class _StubSearch(_Search):
             stopped=stopped,
         )
         return c.trial
+
+    def assured_bound_of(self, c):  # scripted: ``assured_bounds``, else no bound
+        return self.assured_bounds.get((c.dtype, c.threads), math.inf)
 
     def check_invariance(self, c):
         bad = self.flips and c.dtype == "bfloat16"
@@ -406,3 +411,32 @@ def test_the_assured_throughput_never_exceeds_the_score(score, low, width, se, c
     assert trial.rank == (trial.assured if choice == "assured" else score)
     assert trial.rank_se == pytest.approx(se * trial.rank / score)
     assert replace(trial, interval=None).assured == score
+
+
+@pytest.mark.parametrize("choice", ["assured", "mean"])
+def test_the_assured_bound_stops_a_candidate_only_the_mean_could_choose(choice):
+    """float16 × 2 decodes autoregressively at 10 tokens/s; float16 × 1's score bound (12) is
+    above it, but its bound of the assured throughput (8) is not: under the assured rule it is
+    excluded untimed ("assured bound") and the account names it as maybe faster; the mean
+    rule, which ranks by the score, times it."""
+    script = {("float16", 2): _rounds(0.100, 0.01), ("float16", 1): _rounds(0.2, 0.01)}
+    search = _StubSearch(script, choice=choice)
+    search.settings = replace(search.settings, counts=(2, 1))
+    search.candidates[1].bound = 12.0
+    search.assured_bounds[("float16", 1)] = 8.0
+    search.quick[("float16", 1)] = {"t": [0.2, 0.3, 0.4, 0.5]}
+    chosen = search.run()
+    t = _trials(search)[("float16", 1)]
+    assert (chosen.dtype, chosen.threads) == ("float16", 2)
+    if choice == "mean":
+        assert t.excluded_by != "assured bound" and search.timed_rounds[("float16", 1)] > 0
+        return
+    assert t.excluded_by == "assured bound" and t.stage == "bound"
+    assert ("float16", 1) not in search.timed_rounds
+    record = t.to_dict()
+    assert record["quick_look_assured_bound_tokens_per_s"] == 8.0
+    assert record["reason"] == EXCLUSIONS["assured bound"]
+    lines = summary(chosen.trial, list(_trials(search).values()), 60.0)
+    assert "1 by assured bound" in lines[1]
+    (maybe,) = [line for line in lines if line.startswith("maybe faster, not timed: ")]
+    assert "float16 × 1 thread, its score at most 12.00" in maybe and "at most 8.00" in maybe
