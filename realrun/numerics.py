@@ -29,8 +29,9 @@ choice names every one predicted faster, with its reason (:func:`realrun.numeric
 5. **Rounds, one at a time** (to it or the leader) while a runner-up is not separated from
    the leader, up to ``repeats`` or, behind, until the cap could not separate it (futile);
    separated above, or ahead at the cap, it leads. The leader is **confirmed** (rounds to
-   ``PRECISION`` or ``repeats``) when a bound is checked against it; the chosen one gets
-   ``repeats`` rounds, as given numerics do (its curves are the run's).
+   ``PRECISION`` or ``repeats``) before a bound excludes against it — after every other
+   candidate has run (:meth:`_Search.revisit`); the chosen one gets ``repeats`` rounds, as
+   given numerics do (its curves are the run's).
 
 Every bar is the best *eligible* rank, so a candidate is never dropped in favour of one
 that batch invariance later excludes. ``exhaustive=True`` measures every candidate for
@@ -65,6 +66,7 @@ from realrun.numerics_settings import (
 )
 from realrun.numerics_trials import (
     STAGES,
+    Candidate,
     Measured,
     NumericsTrial,
     reread_separation,
@@ -75,26 +77,6 @@ from realrun.prompts import Prompt, encode
 from simulate.decoder.sampling import Decoding
 
 __all__ = ["CPU_DTYPES", "STAGES", "Measured", "NumericsTrial", "measure_numerics"]
-
-
-@dataclass
-class _Candidate:
-    """A candidate while the search runs: its bounds, costs and trial (None until a stage ends)."""
-
-    dtype: str
-    threads: int
-    bound: float | None = None
-    assured_bound: float | None = None
-    costs: Costs | None = None
-    trial: NumericsTrial | None = None
-    offset: int = 0  # rounds run so far, warm-up included: where the next round starts
-    spent: float = 0.0  # wall seconds of its timed rounds
-    seconds: float = 0.0  # wall seconds of all its rounds (warm-up too) and its checks
-
-    @property
-    def rounds(self) -> int:
-        """Timed rounds so far."""
-        return 0 if self.costs is None else self.costs.repeats
 
 
 @dataclass
@@ -110,14 +92,15 @@ class _Search:
     quick: dict[tuple[str, int], dict[str, list[float]]] = field(default_factory=dict)
     names: list[str] = field(default_factory=list)  # the family's models (in every dtype)
     labels: dict[str, str] = field(default_factory=dict)  # requested dtype -> family.dtype
-    candidates: list[_Candidate] = field(default_factory=list)
-    best: _Candidate | None = None
+    candidates: list[Candidate] = field(default_factory=list)
+    best: Candidate | None = None
+    deferred: list[Candidate] = field(default_factory=list)  # bound against an unconfirmed lead
     warm: tuple[str, int] | None = None  # the numerics that ran passes last
     seconds: dict[str, float] = field(default_factory=dict)  # wall time by kind of work
     own: dict[str, float] = field(default_factory=dict)  # a dtype's load; "alpha": the last α
 
     @contextlib.contextmanager
-    def timed(self, work: str, own: str = "", c: _Candidate | None = None) -> Iterator[None]:
+    def timed(self, work: str, own: str = "", c: Candidate | None = None) -> Iterator[None]:
         """Add the block's wall time to ``seconds[work]`` (and to ``c.seconds``, as ``own[own]``
         where given: what measuring one candidate alone pays)."""
         start = time.perf_counter()
@@ -146,7 +129,7 @@ class _Search:
             self.labels[dtype] = self.families[dtype].dtype
         return self.families[dtype]
 
-    def family_of(self, c: _Candidate) -> Family:
+    def family_of(self, c: Candidate) -> Family:
         family = self.family(c.dtype)
         set_threads(family, c.threads)
         return family
@@ -202,11 +185,12 @@ class _Search:
         self.candidates.sort(key=lambda c: (-top[c.dtype], -(c.bound or 0.0)))
 
     # ------------------------------------------------------------------ stages 3-5
-    def run_candidate(self, c: _Candidate) -> None:
-        """Stages 2-5 for one candidate; its trial names the rule that stopped it."""
+    def run_candidate(self, c: Candidate, deferring: bool = True) -> None:
+        """Stages 2-5 for one candidate; its trial names the rule that stopped it. One a
+        bound stops against an unconfirmed leader waits in ``deferred`` (:meth:`revisit`)."""
         s = self.settings
-        if self.bounded(c):
-            self.confirm(self.best)  # a bound excludes only against a confirmed score
+        if self.bounded(c) and deferring:
+            return self.deferred.append(c)
         if why := self.bounded(c):
             target = next(iter(self.quick[(c.dtype, c.threads)].values()))[0]
             c.trial = replace(self.trial(c, "bound", c.bound, target, why), stopped="bound")
@@ -227,7 +211,15 @@ class _Search:
         else:
             self.race(c)
 
-    def bounded(self, c: _Candidate) -> str | None:
+    def revisit(self) -> None:
+        """Stage 2 again, once every other candidate has run, for those a bound stopped: a
+        bound excludes only against a confirmed rank, so the leader is confirmed then, when
+        it has most likely won (a leader overtaken later never pays those rounds)."""
+        while self.deferred:
+            self.confirm(self.best)
+            self.run_candidate(self.deferred.pop(0), deferring=False)
+
+    def bounded(self, c: Candidate) -> str | None:
         """Stage 2 (a search only): the bound of ``c`` below the leader's rank, by name."""
         s, rank = self.settings, self.best_rank
         if s.exhaustive or c.bound is None:
@@ -240,13 +232,13 @@ class _Search:
             c.assured_bound = self.assured_bound_of(c)
         return "assured bound" if c.assured_bound < rank else None
 
-    def assured_bound_of(self, c: _Candidate) -> float:
+    def assured_bound_of(self, c: Candidate) -> float:
         """:func:`realrun.numerics_bound.assured_bound` of ``c``'s quick look (computed once)."""
         a, quick = self.acceptance, self.quick[(c.dtype, c.threads)]
         alpha = a.alpha(len(self.names))
         return assured_bound(self.names, alpha, a.by_prompt(), quick, self.settings.k_max)
 
-    def race(self, c: _Candidate) -> None:
+    def race(self, c: Candidate) -> None:
         """Stage 5 for a runner-up (the first eligible candidate leads at once): one round
         at a time while it is not separated from the leader, up to ``repeats``, to the one of
         the two whose rank has the larger standard error (the leader's, below ``repeats``,
@@ -266,7 +258,7 @@ class _Search:
             return self.lead(c, "separated" if side == "above" else "lower score")
         self.exclude(c, "rounds", "lower score", stopped=side or "repeats")
 
-    def verdict(self, c: _Candidate) -> str | None:
+    def verdict(self, c: Candidate) -> str | None:
         """:func:`realrun.numerics_rounds.race_verdict` of ``c`` against the leader."""
         if self.best is None:
             return None
@@ -275,16 +267,16 @@ class _Search:
         return race_verdict(t.rank, t.rank_se, c.rounds, lead.trial.rank, lead.trial.rank_se,
                             lead.rounds, self.settings.repeats)  # fmt: skip
 
-    def lead(self, c: _Candidate, why: str) -> None:
+    def lead(self, c: Candidate, why: str) -> None:
         """``c`` becomes the leader; the old one is excluded by ``why``."""
         if self.best is not None:
             self.exclude(self.best, self.best.trial.stage, why)
         self.best = c
 
-    def exclude(self, c: _Candidate, stage: str, why: str, stopped: str | None = None) -> None:
+    def exclude(self, c: Candidate, stage: str, why: str, stopped: str | None = None) -> None:
         c.trial = replace(c.trial, stage=stage, excluded_by=why, stopped=stopped or c.trial.stopped)
 
-    def confirm(self, c: _Candidate, final: bool = False) -> None:
+    def confirm(self, c: Candidate, final: bool = False) -> None:
         """Rounds until :func:`realrun.numerics_rounds.confirmation_stop`, then the score
         (once, unless ``final`` finds fewer than ``repeats`` rounds). The chosen candidate
         (``final``), the exhaustive baseline and given numerics take ``repeats`` rounds, no
@@ -302,7 +294,7 @@ class _Search:
             self.add_rounds(c, 1)
         c.trial = replace(self.scored(c, "confirmed"), stopped=why)
 
-    def add_rounds(self, c: _Candidate, rounds: int) -> None:
+    def add_rounds(self, c: Candidate, rounds: int) -> None:
         """``rounds`` more rounds (:func:`realrun.measure.measure_costs`) pooled with the
         earlier ones, after warm-up rounds on a first call unless the numerics are warm (α just
         ran in them), on through the measuring prompts from where the last call stopped."""
@@ -338,9 +330,7 @@ class _Search:
             progress=s.progress,
         )
 
-    def scored(
-        self, c: _Candidate, stage: str, held: Recommendation | None = None
-    ) -> NumericsTrial:
+    def scored(self, c: Candidate, stage: str, held: Recommendation | None = None) -> NumericsTrial:
         """The candidate's trial at ``stage``: the recommendation on its curves so far (or the
         ``held`` one, EWIF* kept at its estimate as :mod:`realrun.numerics_rounds` keeps it: a
         recommendation may take minutes), the score's standard error, its throughput interval
@@ -362,7 +352,7 @@ class _Search:
         return c.trial
 
     def trial(
-        self, c: _Candidate, stage: str, value: float, unit: float, excluded_by: str | None = None
+        self, c: Candidate, stage: str, value: float, unit: float, excluded_by: str | None = None
     ) -> NumericsTrial:
         s = self.settings
         return NumericsTrial(
@@ -371,7 +361,7 @@ class _Search:
             assured_bound=c.assured_bound,
         )  # fmt: skip
 
-    def model_set(self, c: _Candidate) -> ModelSet:
+    def model_set(self, c: Candidate) -> ModelSet:
         """The model set of the candidate's curves with the search's α."""
         family = self.family_of(c)
         assert self.acceptance is not None and c.costs is not None
@@ -382,7 +372,7 @@ class _Search:
             metadata={"dtype": family.dtype, "threads": c.threads},
         )
 
-    def check_invariance(self, c: _Candidate) -> bool:
+    def check_invariance(self, c: Candidate) -> bool:
         """Stage 4: the target's batch invariance on the measuring continuations; True when
         eligible under the rule."""
         family = self.family_of(c)
@@ -396,7 +386,7 @@ class _Search:
         return bool(c.trial.eligible)
 
     # ------------------------------------------------------------------ the choice
-    def choose(self) -> _Candidate:
+    def choose(self) -> Candidate:
         """The best eligible candidate (none eligible: the highest agreement, then rank, of
         those checked), confirmed to ``repeats`` rounds only now: an overtaken leader never
         needed them."""
@@ -487,7 +477,7 @@ def measure_numerics(
 
     started = time.perf_counter()
     search = _Search(settings, list(measuring), load)
-    search.candidates = [_Candidate(d, t) for d in settings.dtypes for t in settings.counts]
+    search.candidates = [Candidate(d, t) for d in settings.dtypes for t in settings.counts]
     if settings.searching and not settings.exhaustive:
         search.quick_look()
     search.measure_alpha(next(reversed(search.families), settings.dtypes[0]))
@@ -497,4 +487,5 @@ def measure_numerics(
         search.candidates, desc="numerics", unit="candidate", disable=not progress
     ):
         search.run_candidate(candidate)
+    search.revisit()
     return search.finish(started)

@@ -19,6 +19,7 @@ from ewif.files.model_set import ModelSet
 from ewif.search.recommendation import Recommendation
 from realrun.family import Family
 from realrun.invariance import Invariance
+from realrun.measure import Costs
 from realrun.methods import recommendation_record
 from realrun.numerics_choice import DEFAULT_CHOICE
 from realrun.numerics_rounds import SEPARATION_Z, STOPS, separation
@@ -49,6 +50,27 @@ EXCLUSIONS = {
     ),
     "none eligible": "no candidate passed batch invariance; the highest agreement was taken",
 }
+
+
+@dataclass
+class Candidate:
+    """A candidate while the search runs (:mod:`realrun.numerics`): its quick-look bounds
+    (:mod:`realrun.numerics_bound`), costs and trial (None until a stage ends) so far."""
+
+    dtype: str
+    threads: int
+    bound: float | None = None
+    assured_bound: float | None = None
+    costs: Costs | None = None
+    trial: NumericsTrial | None = None
+    offset: int = 0  # rounds run so far, warm-up included: where the next round starts
+    spent: float = 0.0  # wall seconds of its timed rounds
+    seconds: float = 0.0  # wall seconds of all its rounds (warm-up too) and its checks
+
+    @property
+    def rounds(self) -> int:
+        """Timed rounds so far."""
+        return 0 if self.costs is None else self.costs.repeats
 
 
 @dataclass

@@ -18,7 +18,7 @@ from ewif.files.model_set import ModelSet
 from ewif.search.recommendation import recommend
 from realrun.invariance import Disagreement, Invariance
 from realrun.measure import Costs
-from realrun.numerics import _Candidate, _Search
+from realrun.numerics import _Search
 from realrun.numerics_rounds import (
     FUTILITY_POWER,
     MIN_ROUNDS,
@@ -32,7 +32,7 @@ from realrun.numerics_rounds import (
     separation,
 )
 from realrun.numerics_settings import SearchSettings
-from realrun.numerics_trials import EXCLUSIONS, NumericsTrial, summary
+from realrun.numerics_trials import EXCLUSIONS, Candidate, NumericsTrial, summary
 from realrun.pass_timing import FamilyTiming, per_token
 from simulate.decoder.sampling import Decoding
 
@@ -133,7 +133,7 @@ class _StubSearch(_Search):
         self.flips = flips
         self.timed_rounds: dict[tuple[str, int], int] = {}
         self.assured_bounds: dict[tuple[str, int], float] = {}
-        self.candidates = [_Candidate(d, t) for d, t in script]
+        self.candidates = [Candidate(d, t) for d, t in script]
 
     def family_of(self, c):
         self.current = (c.dtype, c.threads)
@@ -174,6 +174,7 @@ class _StubSearch(_Search):
     def run(self):
         for c in self.candidates:
             self.run_candidate(c)
+        self.revisit()
         return self.choose()
 
 
@@ -265,7 +266,9 @@ def test_a_leader_checked_by_a_bound_stops_at_the_stated_precision_the_chosen_at
     other.bound = 1.0  # below the leader's score: checked against a confirmed leader
     search.quick[("float16", 1)] = {"t": [0.2, 0.3, 0.4, 0.5]}
     search.run_candidate(other)
-    assert other.trial.excluded_by == "quick-look bound"
+    assert search.deferred == [other] and other.trial is None and lead.rounds == MIN_ROUNDS
+    search.revisit()
+    assert other.trial.excluded_by == "quick-look bound" and not search.deferred
     t = lead.trial
     assert t.stage == "confirmed" and t.stopped == "precision" and MIN_ROUNDS < t.rounds < 10
     seconds = _rounds(0.100, 0.04) * 10
@@ -440,3 +443,24 @@ def test_the_assured_bound_stops_a_candidate_only_the_mean_could_choose(choice):
     assert "1 by assured bound" in lines[1]
     (maybe,) = [line for line in lines if line.startswith("maybe faster, not timed: ")]
     assert "float16 × 1 thread, its score at most 12.00" in maybe and "at most 8.00" in maybe
+
+
+def test_a_bound_waits_until_every_other_candidate_has_run():
+    """bfloat16 × 2 leads first; float32 × 2's bound (3) is below its rank, but the leader is
+    not confirmed then: float16 × 2 overtakes it, and only the final leader is confirmed
+    before the bound excludes float32 × 2 — the overtaken leader keeps its few rounds."""
+    script = {
+        ("bfloat16", 2): _rounds(0.150, 0.01),
+        ("float32", 2): _rounds(0.400, 0.01),
+        ("float16", 2): _rounds(0.100, 0.01),
+    }
+    search = _StubSearch(script)
+    search.settings = replace(search.settings, counts=(2, 1))
+    search.candidates[1].bound = 3.0
+    search.quick[("float32", 2)] = {"t": [0.4, 0.5, 0.6, 0.7]}
+    chosen = search.run()
+    t = _trials(search)
+    assert (chosen.dtype, chosen.threads) == ("float16", 2)
+    assert t[("float32", 2)].excluded_by == "quick-look bound"
+    assert ("float32", 2) not in search.timed_rounds
+    assert t[("bfloat16", 2)].stage != "confirmed" and t[("bfloat16", 2)].rounds < 10
