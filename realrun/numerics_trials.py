@@ -48,6 +48,11 @@ EXCLUSIONS = {
         "its rank was separated below the leader's when its rounds stopped; against the "
         "choice's final rounds the two are within their errors"
     ),
+    "tie": (
+        "the cap could not separate it from the leader of the time, which ranked above it; "
+        "against the choice's final rounds it ranks above the choice, within their errors: a "
+        "tie, kept by the leader measured in full"
+    ),
     "none eligible": "no candidate passed batch invariance; the highest agreement was taken",
 }
 
@@ -194,9 +199,13 @@ class NumericsTrial:
 
 
 def reread_separation(trial: NumericsTrial, chosen: NumericsTrial) -> NumericsTrial:
-    """A trial excluded as ``separated`` (from the leader of the time) re-read against the
-    chosen candidate's final score: still separated below, unchanged; otherwise excluded
-    as ``separated earlier`` (the choice's later rounds moved the gap within the errors)."""
+    """A trial excluded against the leader of the time, re-read against the chosen
+    candidate's final score: ``separated`` and still separated below, unchanged, else
+    ``separated earlier`` (the choice's later rounds moved the gap within the errors);
+    ``lower score`` and now ranked above the choice, ``tie`` (its rounds stopped as futile
+    against a leader whose later rounds brought it below)."""
+    if trial.excluded_by == "lower score" and trial.rank > chosen.rank:
+        return replace(trial, excluded_by="tie")
     if trial.excluded_by != "separated":
         return trial
     side = separation(

@@ -343,7 +343,7 @@ def test_summary_names_a_faster_candidate_and_its_reason():
     assert lines[0].endswith("batch invariance 48/48 agree (strict); 4 rounds, stopped: precision")
     assert lines[1] == (
         "why: 3 candidates in 120 s; excluded: 1 by quick-look bound, 0 by assured bound, "
-        "0 by separated, 1 by batch invariance, 0 by lower score, 0 by separated earlier"
+        "0 by separated, 1 by batch invariance, 0 by lower score, 0 by separated earlier, 0 by tie"
     )
     assert lines[2] == (
         "faster, not chosen: bfloat16 × 2 threads at a predicted 8.28 ± 0.20 tokens/s "
@@ -508,6 +508,26 @@ def test_a_separation_is_re_read_against_the_choices_final_rounds():
     bounded = replace(old, excluded_by="quick-look bound")
     assert reread_separation(bounded, chosen) is bounded
     assert "separated earlier" in EXCLUSIONS
+
+
+def test_a_futile_runner_up_that_ends_above_the_choice_is_named_a_tie():
+    """This release's Xeon search: float32 × 2 stopped as futile behind bfloat16 × 2, whose
+    later rounds brought its assured throughput to 4.71 — below float32's 5.01. The record no
+    longer says it "ranked below": a tie, kept by the leader measured in full; one still
+    below keeps "lower score"."""
+    ok = Invariance(4, 48, 48, None)
+    chosen = NumericsTrial("bfloat16", 2, 0.258, "confirmed", 4.71, None, ok, rounds=10)
+    futile = NumericsTrial("float32", 2, 0.263, "rounds", 5.01, None, ok, rounds=4)
+    futile = replace(futile, excluded_by="lower score", stopped="futile")
+    assert reread_separation(futile, chosen).excluded_by == "tie"
+    below = replace(futile, score=4.5)
+    assert reread_separation(below, chosen) is below
+    hopeless = recommend(_target_and_drafter(0.01, 0.5), k_max=2)
+    trials = [reread_separation(futile, chosen)]
+    lines = summary(replace(chosen, recommendation=hopeless), trials, 60.0)
+    (faster,) = [line for line in lines if line.startswith("faster, not chosen: ")]
+    assert faster.endswith("excluded by " + EXCLUSIONS["tie"])
+    assert "1 by tie" in lines[1]
 
 
 @settings(max_examples=40, deadline=None)
