@@ -97,7 +97,7 @@ class _Search:
     deferred: list[Candidate] = field(default_factory=list)  # bound against an unconfirmed lead
     warm: tuple[str, int] | None = None  # the numerics that ran passes last
     seconds: dict[str, float] = field(default_factory=dict)  # wall time by kind of work
-    own: dict[str, float] = field(default_factory=dict)  # a dtype's load; "alpha": the last α
+    own: dict[str, float] = field(default_factory=dict)  # a dtype's load; "alpha": a full α
 
     @contextlib.contextmanager
     def timed(self, work: str, own: str = "", c: Candidate | None = None) -> Iterator[None]:
