@@ -226,8 +226,10 @@ def summary(
     own: float | None = None,
 ) -> list[str]:
     """What was chosen (score ± its standard error, assured throughput and choice rule,
-    recommendation, batch invariance, its rounds and why they stopped) and why (how many
-    candidates each rule excluded), then one line for every candidate predicted faster than
+    recommendation — autoregressive decoding where the assured rule finds a speculative one's
+    lead not assured, as the run then decides, :mod:`ewif.predict.assurance` — batch
+    invariance, its rounds and why they stopped) and why (how many candidates each rule
+    excluded), then one line for every candidate predicted faster than
     the choice, naming the rule that excluded it (and its assured throughput), and one for
     every candidate the assured bound excluded whose score bound is above the choice's; with the
     choice's throughput interval (a speculative choice), a line with it naming every measured
@@ -238,6 +240,9 @@ def summary(
     rec, inv = chosen.recommendation, chosen.invariance
     assert rec is not None and inv is not None
     what = rec.best.describe() if rec.decision == "speculative" else "autoregressive decoding"
+    low = None if chosen.interval is None else chosen.interval[0] * chosen.ar_token_s
+    if chosen.choice == "assured" and low is not None and low <= 1.0:  # the run's decision
+        what = f"autoregressive decoding: {what} is not assured (EWIF low {low:.3f} <= 1)"
     lines = [
         f"numerics: {chosen.label}, predicted {chosen.score:.2f} ± {chosen.score_se:.2f} "
         f"tokens/s ({what}, EWIF {max(rec.ewif, 1.0):.3f}){_assured(chosen)} (chosen by the "

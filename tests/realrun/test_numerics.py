@@ -326,6 +326,28 @@ def test_near_ties_rule_admits_a_near_tie(tiny_model_dirs, prompt_file, monkeypa
         _search(tiny_model_dirs, prompt_file, threads=1, batch_invariance="loose")
 
 
+@pytest.mark.parametrize("choice", ["assured", "mean"])
+def test_an_unassured_speculative_choice_reads_as_the_ar_the_run_decides(choice):
+    """A chosen cascade at EWIF 1.2 whose 90 % interval reaches below AR (EWIF 0.9..1.5): under
+    the assured rule the run decodes autoregressively, and the account's first line says so
+    with the cascade named; under the mean rule it stays the cascade."""
+    rec = recommend(_target_and_drafter(0.6, 0.2), k_max=2)
+    assert rec.decision == "speculative"
+    ok = Invariance(4, 48, 48, None)
+    unit = 0.1
+    chosen = NumericsTrial("float16", 2, unit, "confirmed", rec.ewif / unit, rec, ok, rounds=10)
+    chosen = replace(chosen, interval=(0.9 / unit, 1.5 / unit), choice=choice)
+    first = summary(chosen, [chosen], 60.0)[0]
+    if choice == "mean":
+        assert f"({rec.best.describe()}, EWIF" in first
+        return
+    cascade = rec.best.describe()
+    assert f"(autoregressive decoding: {cascade} is not assured (EWIF low 0.900" in first
+    assert chosen.assured == pytest.approx(1 / unit)  # its AR, the decision's throughput
+    safe = replace(chosen, interval=(1.05 / unit, 1.5 / unit))
+    assert f"({rec.best.describe()}, EWIF" in summary(safe, [safe], 60.0)[0]
+
+
 def test_summary_names_a_faster_candidate_and_its_reason():
     rec = recommend(_target_and_drafter(0.6, 0.2), k_max=2)
     ok = Invariance(4, 48, 48, None)
