@@ -188,10 +188,10 @@ class _Search:
     def run_candidate(self, c: Candidate, deferring: bool = True) -> None:
         """Stages 2-5 for one candidate; its trial names the rule that stopped it. One a
         bound stops against an unconfirmed leader waits in ``deferred`` (:meth:`revisit`)."""
-        s = self.settings
-        if self.bounded(c) and deferring:
+        s, why = self.settings, self.bounded(c)
+        if why and deferring:
             return self.deferred.append(c)
-        if why := self.bounded(c):
+        if why:
             target = next(iter(self.quick[(c.dtype, c.threads)].values()))[0]
             c.trial = replace(self.trial(c, "bound", c.bound, target, why), stopped="bound")
             return

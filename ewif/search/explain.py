@@ -104,13 +104,12 @@ def decision_line(
             f"decision: none: the search was interrupted after {interrupted:,} configurations; "
             f"the best so far ({best}, EWIF {best_ewif:.4f}) may not be the optimum"
         )
-    if decision(max(best_ewif, sd_ewif)) == "autoregressive":
-        top = f"plain SD with {sd}" if sd_ewif > best_ewif else best
-        return "autoregressive", "decision: " + autoregressive_line(top, max(best_ewif, sd_ewif))
+    top, top_ewif = (f"plain SD with {sd}", sd_ewif) if sd_ewif > best_ewif else (best, best_ewif)
+    if decision(top_ewif) == "autoregressive":
+        return "autoregressive", "decision: " + autoregressive_line(top, top_ewif)
     if unassured is not None:
-        top = f"plain SD with {sd}" if sd_ewif > best_ewif else best
         return "autoregressive", (
-            f"decision: decode autoregressively: {top} at EWIF {max(best_ewif, sd_ewif):.4f} is "
+            f"decision: decode autoregressively: {top} at EWIF {top_ewif:.4f} is "
             f"not assured ({unassured}): measure more prompts, or --decision mean to run it"
         )
     noise = "; within the noise of AR: measure more prompts" if unsettled else ""
