@@ -37,9 +37,12 @@ import numpy as np
 from ewif.files import results as results_io
 from ewif.files.model_set import ModelSet
 from ewif.files.results import Results
+from ewif.files.tree_config import TreeConfig
+from ewif.files.tree_models import tree_cascade
 from realrun.pipeline import median_prediction_error, timing_diagnostics
 from realrun.predictions import (
     interval_coverage,
+    is_tree_config,
     method_intervals,
     method_lengths,
     replay_predictions,
@@ -49,7 +52,9 @@ DATA = Path(__file__).resolve().parent.parent / "realrun" / "data"
 REASON = (
     "predictions and intervals recomputed from the stored model set by "
     "benchmarks/repredict.py: each is the exact EWIF of the generations the method made "
-    "(Theorem FL: the last step of a generation pays for tokens it cannot keep); "
+    "(Theorem FL: the last step of a generation pays for tokens it cannot keep), each "
+    "interval for the run's held-out prompts by category where the run recorded them (a "
+    "category the measuring prompts never saw drawn as a category); "
     "lengths: {lengths}; the measurements are the run's"
 )
 
@@ -59,8 +64,12 @@ def repredicted(run: Results, model_set: ModelSet) -> Results:
     methods = []
     for m in run.methods:
         if m.kind in ("sd", "csd"):
-            cascade = model_set.to_cascade(
-                m.config["models"], np.array(m.config["K"]), m.config["lenience"]
+            cascade = (
+                tree_cascade(model_set, TreeConfig.from_dict(m.config))
+                if is_tree_config(m.config)
+                else model_set.to_cascade(
+                    m.config["models"], np.array(m.config["K"]), m.config["lenience"]
+                )
             )
             m = replace(m, predicted_speedup=cascade.ewif(method_lengths(run, m.name)))
         methods.append(m)

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from ewif.base.configuration import Configuration
+from ewif.base.resampling import HeldOut
 from ewif.files.model_set import ModelSet
 from ewif.files.results import Results
 from ewif.files.tree_config import TreeConfig
@@ -34,19 +35,21 @@ def method_intervals(results: Results, model_set: ModelSet) -> dict[str, dict]:
         Configuration(m.config["models"], np.array(m.config["K"]), m.config["lenience"])
         for m in chains
     ]
+    held = held_out_of(results, model_set)
     found = prediction_intervals(
         model_set,
         configs,
-        held_out_prompts=results.prompts,
+        held_out_prompts=held,
         max_new_tokens=[method_lengths(results, m.name) for m in chains],
     )
     if trees:  # the same seed: the same replicates, rank vectors redrawn with α
         found += tree_prediction_intervals(
             model_set,
             [TreeConfig.from_dict(m.config) for m in trees],
-            held_out_prompts=results.prompts,
+            held_out_prompts=held,
             max_new_tokens=[method_lengths(results, m.name) for m in trees],
         )
+    unseen = held.unseen if isinstance(held, HeldOut) else {}
     return {
         m.name: {
             "point": iv.point,
@@ -55,9 +58,26 @@ def method_intervals(results: Results, model_set: ModelSet) -> dict[str, dict]:
             "level": iv.level,
             "held_out_prompts": results.prompts,
             "inside": iv.contains(m.speedup),
+            **({"unseen_categories": unseen} if unseen else {}),
         }
         for m, iv in zip(chains + trees, found, strict=True)
     }
+
+
+def held_out_of(results: Results, model_set: ModelSet) -> int | HeldOut:
+    """What the run's intervals predict for: its held-out prompts by category
+    (:class:`ewif.base.resampling.HeldOut`, so that a category the measuring prompts never
+    saw is drawn as a category, :mod:`ewif.predict.bootstrap`) where the run recorded the
+    categories of both splits, one per measuring prompt of the set; else their count."""
+    meta = results.metadata
+    measuring = meta.get("measuring_prompt_categories")
+    held = (meta.get("held_out_prompt_categories") or [])[: results.prompts]
+    data = model_set.bootstrap
+    if not measuring or len(held) != results.prompts or data is None:
+        return results.prompts
+    if len(measuring) != data.prompts:
+        return results.prompts
+    return HeldOut(tuple(measuring), tuple(held))
 
 
 def is_tree_config(config: Mapping) -> bool:
@@ -84,7 +104,7 @@ def replay_predictions(results: Results, model_set: ModelSet, replays: int = 10)
             c["lenience"],
             repeats=1 if greedy else replays,
         )
-        low, high = found.interval(held_out_prompts=results.prompts)
+        low, high = found.interval(held_out_prompts=held_out_of(results, model_set))
         out[m.name] = {
             "point": found.speedup,
             "low": low,

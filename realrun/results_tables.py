@@ -143,6 +143,8 @@ def intervals(results: Results, meta: RunMetadata) -> list[str]:
             if v.held_out_prompts is not None
             else "bootstrap over measuring prompts"  # files before prediction intervals
         )
+        if v.unseen_categories:
+            kind += f", {', '.join(v.unseen_categories)} drawn as categories never measured"
         rows.append(
             f"{name}: predicted {v.point:.3f}× [{v.low:.2f}, {v.high:.2f}] "
             f"({100 * v.level:.0f}% {kind}; measured {'inside' if v.inside else 'outside'})"

@@ -141,7 +141,7 @@ class Replay:
         level: float = resampling.LEVEL,
         replicates: int = resampling.REPLICATES,
         seed: int = 0,
-        held_out_prompts: int | None = None,
+        held_out_prompts: int | resampling.HeldOut | None = None,
     ) -> tuple[float, float]:
         """The percentile interval of the speed-up over whole-prompt resamples, widened like
         :mod:`ewif.predict.bootstrap` (with ``held_out_prompts``: for a run on that many others).
@@ -152,11 +152,7 @@ class Replay:
         P = self.tokens.size
         widen = resampling.expansion(P, level)
         rng = np.random.default_rng(validate.count("seed", seed))
-        held = (
-            None
-            if held_out_prompts is None
-            else validate.count("held_out_prompts", held_out_prompts, minimum=1)
-        )
+        held = resampling.held_out_spec(held_out_prompts, P)
         stderr = None if self.model_set is None else self.model_set.bootstrap.cost_curve_stderr
         point = self.speedup
         cost = self.cost

@@ -6,8 +6,10 @@ intervals mean the same thing; the draws are stated here, below both (their math
 sources: the docstring of :mod:`ewif.predict.bootstrap`):
 
 * **prompts**: whole measuring prompts drawn with replacement, and for a prediction on ``H``
-  held-out prompts ``H`` more drawn from those (:func:`prompt_draw`); a replicate's
-  deviation is widened by Hesterberg's factor ``√(P/(P−1))·t_{P−1}/z`` (:func:`expansion`);
+  held-out prompts ``H`` more drawn from those (:func:`prompt_draw`), the prompts of a
+  held-out category the measuring prompts never saw drawn together from one stand-in
+  category (:class:`HeldOut`); a replicate's deviation is widened by Hesterberg's factor
+  ``√(P/(P−1))·t_{P−1}/z`` (:func:`expansion`);
 * **costs**: every cost curve drawn as ``c_i·exp(z_i·se_i/c_i)`` with one standard normal per
   model, the unit ``c_0(1)`` with one of its own, the curves then renormalised to the drawn
   unit (:func:`drawn_curves`); the row costs scaled with their curves
@@ -22,7 +24,9 @@ costs a run pays) is computed elsewhere.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
 from statistics import NormalDist
 
 import numpy as np
@@ -53,14 +57,76 @@ def expansion(prompts: int, level: float = LEVEL) -> float:
     return math.sqrt(p / (p - 1)) * t / z
 
 
-def prompt_draw(rng: np.random.Generator, prompts: int, held_out_prompts: int | None) -> np.ndarray:
+@dataclass(frozen=True)
+class HeldOut:
+    """A run's held-out prompts by category: ``measuring[i]`` the category of measuring
+    prompt ``i`` (bootstrap row ``i``), ``held_out`` one category per held-out prompt.
+
+    A held-out prompt of a category the measuring prompts include is drawn as a plain
+    held-out prompt is. A category the measuring prompts never saw (:attr:`unseen`) is a
+    category of unknown acceptance: its prompts share it, so they are drawn together, from
+    one **stand-in category** picked uniformly among the categories of the replicate's
+    measuring prompts — the two-stage resample at the level of categories (the unseen
+    category a draw from the population the measured ones are; :func:`prompt_draw`).
+    """
+
+    measuring: tuple[str, ...]
+    held_out: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        for name, kinds in (("measuring", self.measuring), ("held_out", self.held_out)):
+            if not kinds or not all(isinstance(k, str) for k in kinds):
+                raise ValueError(
+                    f"HeldOut.{name} must name one category per prompt, got {validate.shown(kinds)}"
+                )
+
+    @property
+    def prompts(self) -> int:
+        return len(self.held_out)
+
+    @property
+    def unseen(self) -> dict[str, int]:
+        """Held-out categories absent from the measuring prompts: how many prompts each."""
+        known = set(self.measuring)
+        return dict(Counter(k for k in self.held_out if k not in known))
+
+
+def held_out_spec(held_out: int | HeldOut | None, prompts: int) -> int | HeldOut | None:
+    """``held_out`` checked against a set measured on ``prompts`` prompts: None, a count
+    (>= 1) or a :class:`HeldOut` naming one category per measuring prompt."""
+    if held_out is None or isinstance(held_out, HeldOut):
+        if held_out is not None and len(held_out.measuring) != prompts:
+            raise ValueError(
+                f"HeldOut names {len(held_out.measuring)} measuring categories for a set "
+                f"measured on {prompts} prompts"
+            )
+        return held_out
+    return validate.count("held_out_prompts", held_out, minimum=1)
+
+
+def prompt_draw(
+    rng: np.random.Generator, prompts: int, held_out: int | HeldOut | None
+) -> np.ndarray:
     """The prompts of one replicate: ``I``, ``prompts`` indices drawn with replacement, or
-    with ``held_out_prompts`` (a validated count) ``J``, that many drawn from ``I`` — the
-    pseudo held-out prompts of the two-stage resample (:mod:`ewif.predict.bootstrap`)."""
+    with ``held_out`` (checked by :func:`held_out_spec`) ``J``, the pseudo held-out prompts
+    of the two-stage resample (:mod:`ewif.predict.bootstrap`): a count's prompts drawn from
+    ``I``; a :class:`HeldOut`'s prompts of measured categories drawn so too, then each unseen
+    category's ``h`` prompts drawn from ``I``'s prompts of one stand-in category (uniform
+    among the categories in ``I``). Without unseen categories the draw is the count's,
+    number for number."""
     idx = rng.integers(0, prompts, prompts)
-    if held_out_prompts is not None:
-        idx = idx[rng.integers(0, prompts, held_out_prompts)]
-    return idx
+    if held_out is None:
+        return idx
+    if not isinstance(held_out, HeldOut):
+        return idx[rng.integers(0, prompts, held_out)]
+    unseen = held_out.unseen
+    parts = [idx[rng.integers(0, prompts, held_out.prompts - sum(unseen.values()))]]
+    kinds = np.asarray(held_out.measuring)[idx]
+    present = sorted(set(kinds))
+    for h in unseen.values():
+        pool = idx[kinds == present[rng.integers(len(present))]]
+        parts.append(pool[rng.integers(0, pool.size, h)])
+    return np.concatenate(parts)
 
 
 def drawn_row_cost(

@@ -78,7 +78,9 @@ class TimingGap:
 class Interval:
     """A prediction with its interval and whether the measurement fell inside; from the
     bootstrap (``held_out_prompts`` set) or a trace replay (``error`` set too). Files before
-    prediction intervals have no ``held_out_prompts`` (a bootstrap over measuring prompts)."""
+    prediction intervals have no ``held_out_prompts`` (a bootstrap over measuring prompts);
+    ``unseen_categories``: held-out categories the measuring prompts never saw, drawn as
+    categories (:class:`ewif.base.resampling.HeldOut`), with their prompt counts."""
 
     point: float
     low: float
@@ -87,6 +89,7 @@ class Interval:
     inside: bool
     held_out_prompts: int | None = None
     error: float | None = None
+    unseen_categories: dict[str, int] | None = None
 
 
 @dataclass(frozen=True)

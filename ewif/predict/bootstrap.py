@@ -51,6 +51,19 @@ parts, so that ``Var α* ≈ w²·σ²·(1/P + 1/H)`` with ``σ²`` the between-
 classical prediction interval ``x̄ ± t·s·√(1/P + 1/H)`` of a future mean, here through the
 exact EWIF: the *prediction interval* of the speed-up a run on ``H`` held-out prompts will
 measure (what ``csd realrun`` reports and checks).
+
+Categories never measured. A run's held-out prompts may come from a task category none of the
+measuring prompts had (``csd realrun --held-out-categories``, or a user's workload). Its
+acceptance is then not the measured one plus prompt noise: the category has an acceptance of
+its own, shared by all its prompts, unknown. Given the categories of both splits
+(:class:`~ewif.base.resampling.HeldOut` as ``held_out_prompts``), each unseen category's
+``h`` pseudo held-out prompts are drawn together from one stand-in category, picked
+uniformly among the categories of the replicate's measuring prompts
+(:func:`~ewif.base.resampling.prompt_draw`): the second stage resamples categories, so the
+interval carries the spread between categories (a rag answer copies its document, a poem
+does not) instead of averaging it away over independent prompts. Held-out prompts of measured
+categories are drawn as before, and without unseen categories the replicates are the plain
+count's, number for number.
 """
 
 from __future__ import annotations
@@ -67,10 +80,12 @@ from ewif.base.configuration import Configuration
 from ewif.base.resampling import (
     LEVEL,
     REPLICATES,
+    HeldOut,
     drawn_curves,
     drawn_row_cost,
     drawn_row_step,
     expansion,
+    held_out_spec,
     prompt_draw,
 )
 from ewif.files.rank_acceptance import RankAcceptance
@@ -85,11 +100,12 @@ def replicate_sets(
     replicates: int = REPLICATES,
     seed: int = 0,
     level: float = LEVEL,
-    held_out_prompts: int | None = None,
+    held_out_prompts: int | HeldOut | None = None,
 ) -> list[ModelSet]:
     """``replicates`` bootstrap copies of ``model_set`` (module docstring; with
     ``held_out_prompts`` the replicates of a prediction for a run on that many other
-    prompts); ValueError when it carries no bootstrap data."""
+    prompts, or on those of a :class:`~ewif.base.resampling.HeldOut`); ValueError when it
+    carries no bootstrap data."""
     data = model_set.bootstrap
     if data is None:
         raise ValueError(
@@ -98,11 +114,7 @@ def replicate_sets(
         )
     b = validate.count("replicates", replicates, minimum=2)
     rng = np.random.default_rng(validate.count("seed", seed))
-    held = (
-        None
-        if held_out_prompts is None
-        else validate.count("held_out_prompts", held_out_prompts, minimum=1)
-    )
+    held = held_out_spec(held_out_prompts, data.prompts)
     widen = expansion(data.prompts, level)
     out = []
     for _ in range(b):
@@ -193,11 +205,12 @@ def prediction_interval(
     level: float = LEVEL,
     replicates: int = REPLICATES,
     seed: int = 0,
-    held_out_prompts: int | None = None,
+    held_out_prompts: int | HeldOut | None = None,
     max_new_tokens: int | Sequence[int] | None = None,
 ) -> PredictionInterval:
     """The exact EWIF of one configuration and its bootstrap percentile interval (for the
-    expected speed-up; with ``held_out_prompts``, for a run on that many other prompts;
+    expected speed-up; with ``held_out_prompts``, for a run on that many other prompts or
+    on a :class:`~ewif.base.resampling.HeldOut`'s;
     with ``max_new_tokens``, for generations of that length or those lengths, Theorem FL)."""
     (interval,) = prediction_intervals(
         model_set,
@@ -220,7 +233,7 @@ def prediction_intervals(
     level: float = LEVEL,
     replicates: int = REPLICATES,
     seed: int = 0,
-    held_out_prompts: int | None = None,
+    held_out_prompts: int | HeldOut | None = None,
     max_new_tokens: Sequence[int | Sequence[int] | None] | None = None,
 ) -> list[PredictionInterval]:
     """:func:`prediction_interval` of every configuration in ``configs``, on one set of
@@ -249,7 +262,7 @@ def _on_shared_draws(
     level: float,
     replicates: int,
     seed: int,
-    held_out_prompts: int | None,
+    held_out_prompts: int | HeldOut | None,
     max_new_tokens: Sequence[int | Sequence[int] | None] | None,
 ) -> list[PredictionInterval]:
     """The intervals of ``count`` configurations on one set of replicates, configuration
@@ -285,7 +298,7 @@ def tree_prediction_intervals(
     level: float = LEVEL,
     replicates: int = REPLICATES,
     seed: int = 0,
-    held_out_prompts: int | None = None,
+    held_out_prompts: int | HeldOut | None = None,
     max_new_tokens: Sequence[int | Sequence[int] | None] | None = None,
 ) -> list[PredictionInterval]:
     """:func:`prediction_intervals` of token-tree configurations

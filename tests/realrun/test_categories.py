@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from ewif.base.resampling import HeldOut
 from ewif.files import results as results_io
 from ewif.files.bootstrap_data import BootstrapData
 from ewif.files.categories import alpha_from_rows
@@ -19,6 +20,7 @@ from realrun.categories import (
     outputs_differing_by_category,
     with_categories,
 )
+from realrun.predictions import held_out_of, method_intervals
 from realrun.prompts import Prompt
 
 DATA = Path(__file__).parents[2] / "realrun" / "data"
@@ -134,3 +136,20 @@ def test_peer_comparison_names_the_fastest_peer_and_prices_its_schedules_at_our_
     assert any("none beats our fixed k=1" in r for r in report)
     only_ours = replace(run, methods=[m for m in run.methods if not m.kind.startswith("hf-")])
     assert peer_comparison(only_ours) is None
+
+
+def test_a_runs_intervals_draw_its_unseen_categories_as_categories():
+    run = results_io.load(DATA / "cpu_results_smollm2_xeon_open.json")
+    model_set = ModelSet.from_dict(run.metadata["model_set"], "run")
+    held = held_out_of(run, model_set)
+    assert isinstance(held, HeldOut) and held.prompts == run.prompts == 24
+    assert held.unseen == {"writing": 3, "translation": 3, "summary": 3}
+    (interval,) = method_intervals(run, model_set).values()
+    assert interval["unseen_categories"] == held.unseen
+    # a run that did not record its splits' categories: the count, as before
+    meta = {k: v for k, v in run.metadata.items() if k != "measuring_prompt_categories"}
+    assert held_out_of(replace(run, metadata=meta), model_set) == 24
+    older = results_io.load(DATA / "cpu_results_qwen.json")
+    older_set = ModelSet.from_dict(older.metadata["model_set"], "run")
+    assert held_out_of(older, older_set) == older.prompts
+    assert all("unseen_categories" not in v for v in method_intervals(older, older_set).values())
