@@ -24,7 +24,7 @@ autoregressive method.
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -155,6 +155,7 @@ def timing_agreement(
     priced_by_ar: Collection[str] = (),
     row_seconds: Mapping[str, float] | None = None,
     step_seconds: Mapping[str, float] | None = None,
+    timed_at: Callable[[str, int, float], float] | None = None,
 ) -> dict[str, dict[str, dict]]:
     """The in-run mean pass time of every model and size ``m`` (``in_run``: a results file's
     ``metadata.in_run_pass_seconds``, pooled over the methods but those named in
@@ -170,18 +171,24 @@ def timing_agreement(
     :data:`MIN_PASSES` passes. Given the seconds of one AR token in the run (``run_ar_s``)
     and in the measuring phase (``timed_ar_s``), also ``relative_error``: the same comparison
     with each pass in units of its own phase's AR token — what a prediction uses, blind to a
-    drift of the machine's speed between the two phases."""
+    drift of the machine's speed between the two phases. Where the run recorded the mean
+    cached context its passes of a size ran after (``mean_context``; ``run_context`` in the
+    entry) and ``timed_at(model, m, L)`` gives the measuring phase's seconds of that pass at
+    context ``L`` (c(m, L), :mod:`realrun.run_context`), the timed mean is taken there: a
+    size whose passes fall at long contexts (a catch-up after an accepted Max-Gram token, in
+    an answer copied from a long document) is compared with its cost at those contexts."""
     pooled: dict[str, dict[int, list[float]]] = {}
     for method, per_model in in_run.items():
         if method in priced_by_ar:
             continue
         for model, by_m in per_model.items():
             for size, v in by_m.items():
-                total = pooled.setdefault(model, {}).setdefault(int(size), [0, 0.0, 0.0, 0.0])
+                total = pooled.setdefault(model, {}).setdefault(int(size), [0, 0.0, 0.0, 0.0, 0.0])
                 total[0] += v["passes"]
                 total[1] += v["passes"] * v["mean_s"]
                 total[2] += v["passes"] * v["rows"] if "rows" in v else math.nan
                 total[3] += v["passes"] * v.get("one_row_share", 0.0)
+                total[4] += v["passes"] * v.get("mean_context", math.nan)
     out: dict[str, dict[str, dict]] = {}
     for model, by_m in pooled.items():
         grid = timing.get(model) or {}
@@ -189,12 +196,15 @@ def timing_agreement(
             continue
         h = (row_seconds or {}).get(model, 0.0)
         step = (step_seconds or {}).get(model, 0.0)
-        for size, (passes, seconds, rows, ones) in sorted(by_m.items()):
+        for size, (passes, seconds, rows, ones, context) in sorted(by_m.items()):
             if passes < MIN_PASSES or size > grid["m"][-1]:
                 continue
             run = seconds / passes
             timed = float(np.interp(size, grid["m"], grid["seconds"]))
             row = {"passes": passes, "run_mean_s": run, "timed_mean_s": timed}
+            if timed_at is not None and math.isfinite(context):
+                row["run_context"] = context / passes
+                timed = row["timed_mean_s"] = timed_at(model, size, row["run_context"])
             priced = timed
             if math.isfinite(rows):
                 row["run_rows"] = rows / passes

@@ -59,7 +59,7 @@ class CachedTokenModel(PassCounters):
         seconds = time.perf_counter() - start
         self._cached = ids
         self._last_row = scores[-1]
-        self._record(len(ids) - keep, n, seconds)
+        self._record(len(ids) - keep, n, seconds, keep)
         if len(ids) - keep - n >= MIN_TOKENS:  # a prefill: positions fed for the cache alone
             self._prefilled()
         return scores
@@ -91,7 +91,7 @@ class CachedTokenModel(PassCounters):
             start = time.perf_counter()
             out = self._forward_tree(plan)
             seconds = time.perf_counter() - start
-            self._record(len(plan.fed), plan.rows, seconds)
+            self._record(len(plan.fed), plan.rows, seconds, plan.start + plan.old)
             rows = out if head is None else np.concatenate([head, out])
         else:
             rows = head

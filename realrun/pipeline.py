@@ -24,6 +24,7 @@ import os
 import platform
 from collections.abc import Sequence
 from dataclasses import replace
+from functools import partial
 
 import numpy as np
 import torch
@@ -49,7 +50,7 @@ from realrun.numerics import measure_numerics
 from realrun.numerics_choice import DEFAULT_CHOICE
 from realrun.predictions import method_lengths
 from realrun.prompts import Prompt, categories, encode, load_prompts, stratified
-from realrun.run_context import context_predictions, run_context, timing_at
+from realrun.run_context import context_predictions, pass_seconds_at, run_context, timing_at
 from realrun.side_by_side import run_side_by_side
 from realrun.tree_methods import tree_methods, tree_record, tree_search
 from realrun.tree_timing import tree_pass_timing
@@ -364,11 +365,14 @@ def timing_diagnostics(results: Results, model_set: ModelSet) -> dict[str, dict]
     ``ar_agreement`` for the reference that prices the rest. With the model set's
     ``context_cost`` and the held-out prompts' lengths (``metadata.held_out_context_tokens``)
     both price the measuring phase's times at the run's mean context
-    (:mod:`realrun.run_context`, recorded as ``run_context_tokens``)."""
+    (:mod:`realrun.run_context`, recorded as ``run_context_tokens``), and each size's passes
+    where the run recorded their own mean context at that one
+    (:func:`realrun.run_context.pass_seconds_at`)."""
     run_ar_s = _ar_seconds(results)
     timing = model_set.metadata.get("timing", {})
     timed_ar_s = model_set.metadata.get("ar_seconds_per_token")
     out: dict = {}
+    timed_at = None
     prompts = results.metadata.get("held_out_context_tokens")
     ar = results.autoregressive
     if prompts and ar is not None and model_set.context_cost is not None:
@@ -379,6 +383,7 @@ def timing_diagnostics(results: Results, model_set: ModelSet) -> dict[str, dict]
             moved, out["run_context_refused"] = None, str(exc)
         if moved is not None:
             (timing, timed_ar_s), out["run_context_tokens"] = moved, length
+            timed_at = partial(pass_seconds_at, model_set)
     out["timing_agreement"] = timing_agreement(
         results.metadata.get("in_run_pass_seconds", {}),
         timing,
@@ -387,6 +392,7 @@ def timing_diagnostics(results: Results, model_set: ModelSet) -> dict[str, dict]
         priced_by_ar=[] if ar is None else [ar.name],
         row_seconds=_row_seconds(model_set, model_set.row_cost),
         step_seconds=_row_seconds(model_set, model_set.row_step),
+        timed_at=timed_at,
     )
     if run_ar_s and timed_ar_s:
         out["ar_agreement"] = ar_agreement(run_ar_s, timed_ar_s)

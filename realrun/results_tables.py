@@ -172,7 +172,9 @@ def timing_gap(results: Results, meta: RunMetadata) -> list[str]:
     return [
         f"in-run vs priced mean pass: largest gap {100 * g.error:+.1f}% ({g.model}, m={g.m}: "
         f"{1000 * g.run_mean_s:.1f} vs {1000 * g.priced_mean_s:.1f} ms, "
-        f"{g.passes} passes) over {len(gaps)} sizes with >= 30 passes"
+        f"{g.passes} passes"
+        + (f" after {g.run_context:.0f} cached tokens on average" if g.run_context else "")
+        + f") over {len(gaps)} sizes with >= 30 passes"
         + (
             f"; in units of each phase's AR token at most {100 * max(relative):.1f}%"
             if relative

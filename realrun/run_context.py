@@ -10,6 +10,10 @@ decodes its held-out prompts, whose contexts may be longer or shorter. With the 
 * :func:`timing_at` — the measuring phase's pass seconds (``metadata.timing``) and its
   autoregressive seconds per token moved to a context length, for the in-run agreement
   (:func:`realrun.books.timing_agreement`) to compare like with like;
+* :func:`pass_seconds_at` — one model's timed pass at one size moved to a context length,
+  for the agreement to compare each size's in-run passes at the mean context *they* ran
+  after (a catch-up after an accepted Max-Gram token falls where Max-Gram is accepted: in
+  answers copied from long documents);
 * :func:`context_predictions` — every sd/csd method predicted at each held-out prompt's own
   context (:func:`ewif.predict.context.workload_speedup`) next to what it measured.
 """
@@ -59,6 +63,24 @@ def timing_at(model_set: ModelSet, length: float) -> tuple[dict, float] | None:
         seconds = np.asarray(grid["seconds"]) + shift * per_m * unit
         moved[name] = {**grid, "seconds": seconds.tolist()}
     return moved, unit * at
+
+
+def pass_seconds_at(model_set: ModelSet, name: str, m: int, length: float) -> float:
+    """The measuring phase's seconds of model ``name``'s pass over ``m`` positions after
+    ``length`` cached tokens: its timed grid interpolated at ``m`` plus
+    ``(L − L̄)·slope(m)`` in seconds (``context_cost``; a length outside the fit's span at
+    its nearest edge) — what :func:`realrun.books.timing_agreement` compares a size's
+    in-run passes with at their own mean context. ValueError without the model's grid, a
+    ``context_cost`` or a timed unit."""
+    cc = model_set.context_cost
+    unit = model_set.metadata.get("ar_seconds_per_token")
+    grid = (model_set.metadata.get("timing") or {}).get(name) or {}
+    if cc is None or not unit or "m" not in grid:
+        raise ValueError(f"no timed grid and context_cost to price {name!r} at a context")
+    slope = cc.slope[model_set.index(name)]
+    per_m = float(np.interp(m, np.arange(1, slope.size + 1), slope))
+    shift = cc.priced_length(length) - cc.tokens
+    return float(np.interp(m, grid["m"], grid["seconds"])) + shift * per_m * unit
 
 
 def context_predictions(

@@ -169,8 +169,8 @@ def _counted_passes(methods: list[Method], tallies: Mapping[str, MethodTally]) -
 
 def _in_run_pass_seconds(methods: list[Method], tallies: Mapping[str, MethodTally]) -> dict:
     """``metadata.in_run_pass_seconds``: per method, model and size m, the passes, their
-    mean and median wall time, the mean logit rows they returned and the share that returned
-    one."""
+    mean and median wall time, the mean logit rows they returned, the share that returned
+    one and the mean cached context they ran after (``mean_context``)."""
     out = {}
     for m in methods:
         t = tallies[m.name]
@@ -184,6 +184,8 @@ def _in_run_pass_seconds(methods: list[Method], tallies: Mapping[str, MethodTall
                     "median_s": float(np.median(v)),
                     "rows": t.counted_rows[model][size] / t.counted[model][size],
                     "one_row_share": t.counted_one_row.get(model, {}).get(size, 0)
+                    / t.counted[model][size],
+                    "mean_context": t.counted_context.get(model, {}).get(size, 0)
                     / t.counted[model][size],
                 }
                 for size, v in sorted(by_m.items())

@@ -234,13 +234,14 @@ def _priced(
     one-row pass over ``m >= 2`` positions, :mod:`ewif.kernel.pass_cost`); a
     proposer's every proposed token one generating pass (m = 1)."""
     prices = model_set.pass_cost
-    cost, counted, rows, ones = 0.0, {}, {}, {}
+    cost, counted, rows, ones, contexts = 0.0, {}, {}, {}, {}
     for i, (name, x) in enumerate(zip(m.models, chain, strict=True)):
         j = model_set.index(name)
         if isinstance(x, _COUNTED):
             counted[name] = Counter(x.pass_sizes)
             rows[name] = Counter(x.pass_rows)
             ones[name] = Counter(x.pass_one_row)
+            contexts[name] = Counter(x.pass_context)
             sizes = np.array(sorted(x.pass_sizes))
             if sizes.size:
                 cost += float(np.asarray(prices.at(j, sizes)) @ [x.pass_sizes[s] for s in sizes])
@@ -253,5 +254,10 @@ def _priced(
             counted[name] = Counter({1: int(run.stats.tokens_fed[i])})
             cost += float(run.stats.tokens_fed[i] * prices.at(j, 1))
     return replace(
-        run, weighted_cost=cost, counted=counted, counted_rows=rows, counted_one_row=ones
+        run,
+        weighted_cost=cost,
+        counted=counted,
+        counted_rows=rows,
+        counted_one_row=ones,
+        counted_context=contexts,
     )

@@ -24,6 +24,7 @@ class PromptRun:
     stats: CascadeStats | None = None
     pass_seconds: dict[str, dict[int, list[float]]] = field(default_factory=dict)
     counted_one_row: dict[str, Counter[int]] = field(default_factory=dict)
+    counted_context: dict[str, Counter[int]] = field(default_factory=dict)
 
 
 @dataclass
@@ -37,6 +38,7 @@ class MethodTally:
     counted: dict[str, Counter[int]] = field(default_factory=dict)  # model -> passes by m
     counted_rows: dict[str, Counter[int]] = field(default_factory=dict)  # -> their logit rows
     counted_one_row: dict[str, Counter[int]] = field(default_factory=dict)  # -> with one row
+    counted_context: dict[str, Counter[int]] = field(default_factory=dict)  # -> Σ their L
     pass_seconds: dict[str, dict[int, list[float]]] = field(default_factory=dict)
     stats: CascadeStats | None = None
     outputs: list[list[int]] = field(default_factory=list)
@@ -52,6 +54,8 @@ class MethodTally:
             self.counted_rows.setdefault(model, Counter()).update(rows)
         for model, ones in run.counted_one_row.items():
             self.counted_one_row.setdefault(model, Counter()).update(ones)
+        for model, context in run.counted_context.items():
+            self.counted_context.setdefault(model, Counter()).update(context)
         for model, by_m in run.pass_seconds.items():
             for size, values in by_m.items():
                 self.pass_seconds.setdefault(model, {}).setdefault(size, []).extend(values)

@@ -63,7 +63,9 @@ class PassTime:
 
 @dataclass(frozen=True)
 class TimingGap:
-    """The run's mean pass of ``model`` over ``m`` positions against the priced one."""
+    """The run's mean pass of ``model`` over ``m`` positions against the priced one (at
+    ``run_context``, the passes' mean cached context, where the run recorded it and the model
+    set has c(m, L))."""
 
     model: str
     m: str
@@ -72,6 +74,7 @@ class TimingGap:
     run_mean_s: float
     priced_mean_s: float
     passes: int
+    run_context: float | None = None
 
 
 @dataclass(frozen=True)
@@ -269,6 +272,7 @@ def _timing_gaps(raw: Mapping[str, Mapping[str, Mapping[str, Any]]]) -> list[Tim
             run_mean_s=v["run_mean_s"],
             priced_mean_s=v.get("priced_mean_s", v.get("timed_mean_s")),
             passes=v["passes"],
+            run_context=v.get("run_context"),
         )
         for model, by_m in raw.items()
         for m, v in by_m.items()

@@ -4,6 +4,7 @@ tests/realrun/test_side_by_side.py)."""
 
 from __future__ import annotations
 
+import copy
 import math
 
 import pytest
@@ -137,3 +138,38 @@ def test_timing_agreement_prices_the_runs_logit_rows():
     assert (
         unpriced["error"] == pytest.approx(0.055 / 0.0625 - 1) and "priced_mean_s" not in unpriced
     )
+
+
+def test_timing_agreement_takes_each_size_at_the_context_its_passes_ran_after():
+    # The drafter's 3-position passes (catch-ups after an accepted Max-Gram token) ran after
+    # ~700 cached tokens, its 1-position passes after ~100; a pass costs 0.05 ms more per
+    # cached token. One context for all sizes misses the 3-position passes by ~40 %; each
+    # size at its own mean context (pooled over methods, weighted by passes) agrees.
+    def at(model, m, length):
+        return {1: 0.04, 3: 0.06}[m] + 5e-5 * (length - 100)
+
+    in_run = {
+        "A": {"d": {"1": {"passes": 60, "mean_s": at("d", 1, 100), "mean_context": 100.0}}},
+        "B": {
+            "d": {
+                "1": {"passes": 40, "mean_s": at("d", 1, 100), "mean_context": 100.0},
+                "3": {"passes": 20, "mean_s": at("d", 3, 600), "mean_context": 600.0},
+            }
+        },
+        "C": {"d": {"3": {"passes": 20, "mean_s": at("d", 3, 800), "mean_context": 800.0}}},
+    }
+    timing = {"d": {"m": [1, 3], "seconds": [0.04, 0.06]}}
+    one_curve = books.timing_agreement(in_run, timing)["d"]
+    assert one_curve["3"]["error"] == pytest.approx(0.09 / 0.06 - 1)
+    assert "run_context" not in one_curve["3"]
+    own = books.timing_agreement(in_run, timing, timed_at=at)["d"]
+    assert own["3"]["run_context"] == pytest.approx(700.0)
+    assert own["3"]["timed_mean_s"] == pytest.approx(0.09)
+    assert own["3"]["error"] == pytest.approx(0.0, abs=1e-12)
+    assert own["1"]["run_context"] == pytest.approx(100.0) and own["1"]["error"] == pytest.approx(0)
+    # a run that did not record its passes' contexts: the grid, as before
+    bare = copy.deepcopy(in_run)
+    for d in bare.values():
+        for v in d["d"].values():
+            del v["mean_context"]
+    assert books.timing_agreement(bare, timing, timed_at=at) == {"d": one_curve}

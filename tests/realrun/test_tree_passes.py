@@ -142,8 +142,21 @@ def test_a_growing_tree_feeds_only_its_new_nodes(family):
     for size in (2, 5, 7):
         rows = model.tree_logits(prompt, tokens[:size], parents[:size])
     assert model.pass_sizes == {2: 2, 3: 1} and model.tokens_fed == 7
+    n = len(prompt)  # each pass counted with the cached context it ran after
+    assert model.pass_context == {2: n + (n + 5), 3: n + 2}
     want = path_by_path(family.scratch(reference), prompt, tokens, parents)
     np.testing.assert_allclose(rows, want, atol=family.atol * np.abs(want).max())
+
+
+def test_a_pass_counts_the_context_it_ran_after(family):
+    model = family.make("draft")
+    prompt = family.prompts[2]
+    model.logits(prompt, 1)
+    model.reset_counters()
+    model.logits([*prompt, 5, 6], 1)
+    model.logits([*prompt, 5, 7, 8], 1)  # one rolled back: fed 2 after len + 1
+    assert model.pass_sizes == {2: 2}
+    assert model.pass_context == {2: len(prompt) + (len(prompt) + 1)}
 
 
 def test_a_verdict_leaves_one_sequence_in_the_llamacpp_cache(family):

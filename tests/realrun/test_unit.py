@@ -217,3 +217,27 @@ def test_a_length_the_fit_does_not_admit_is_refused_not_fatal():
     assert all(v["outside_span"] > 0 for v in below.values())
     assert [v["point"] for v in below.values()] == [v["point"] for v in further.values()]
     assert below != short
+
+
+def test_a_pass_is_priced_at_a_context_by_its_models_slope():
+    from dataclasses import replace
+    from pathlib import Path
+
+    from ewif.files import results as results_io
+    from ewif.files.context_cost import ContextCost
+    from realrun.run_context import pass_seconds_at
+
+    run = results_io.load(Path(__file__).parents[2] / "realrun/data/cpu_results_smollm2.json")
+    shipped = ModelSet.from_dict(run.metadata["model_set"], "run")
+    name = shipped.models[0]
+    grid = shipped.metadata["timing"][name]
+    unit = shipped.metadata["ar_seconds_per_token"]
+    slopes = tuple(np.full(len(c), 0.002 * (i == 0)) for i, c in enumerate(shipped.cost_curve))
+    model_set = replace(shipped, context_cost=ContextCost(120.0, 120.0, 0.0, slopes, (60.0, 400.0)))
+    at_mean = float(np.interp(2, grid["m"], grid["seconds"]))
+    assert pass_seconds_at(model_set, name, 2, 120.0) == pytest.approx(at_mean)
+    assert pass_seconds_at(model_set, name, 2, 320.0) == pytest.approx(at_mean + 200 * 0.002 * unit)
+    # beyond the span: at its edge, never extrapolated
+    assert pass_seconds_at(model_set, name, 2, 900.0) == pass_seconds_at(model_set, name, 2, 400.0)
+    with pytest.raises(ValueError, match="context_cost"):
+        pass_seconds_at(replace(shipped, context_cost=None), name, 2, 120.0)
