@@ -73,9 +73,12 @@ def held_out_of(results: Results, model_set: ModelSet) -> int | HeldOut:
     measuring = meta.get("measuring_prompt_categories")
     held = (meta.get("held_out_prompt_categories") or [])[: results.prompts]
     data = model_set.bootstrap
-    if not measuring or len(held) != results.prompts or data is None:
-        return results.prompts
-    if len(measuring) != data.prompts:
+    if (
+        not measuring
+        or len(held) != results.prompts
+        or data is None
+        or len(measuring) != data.prompts
+    ):
         return results.prompts
     return HeldOut(tuple(measuring), tuple(held))
 
@@ -92,7 +95,7 @@ def replay_predictions(results: Results, model_set: ModelSet, replays: int = 10)
     ``replays`` times per prompt), its 90 % prediction interval for the run's held-out
     prompts, whether the measurement fell inside and the error ``|replay/measured − 1|``."""
     greedy = results.decoding.get("temperature", 0.0) == 0.0
-    out = {}
+    held, out = held_out_of(results, model_set), {}
     for m in results.methods:
         if m.kind not in ("sd", "csd") or not m.speedup or is_tree_config(m.config):
             continue  # the trace replay plays chains
@@ -104,7 +107,7 @@ def replay_predictions(results: Results, model_set: ModelSet, replays: int = 10)
             c["lenience"],
             repeats=1 if greedy else replays,
         )
-        low, high = found.interval(held_out_prompts=held_out_of(results, model_set))
+        low, high = found.interval(held_out_prompts=held)
         out[m.name] = {
             "point": found.speedup,
             "low": low,
