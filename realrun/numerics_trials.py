@@ -240,9 +240,9 @@ def summary(
     rec, inv = chosen.recommendation, chosen.invariance
     assert rec is not None and inv is not None
     what = rec.best.describe() if rec.decision == "speculative" else "autoregressive decoding"
-    low = None if chosen.interval is None else chosen.interval[0] * chosen.ar_token_s
-    if chosen.choice == "assured" and low is not None and low <= 1.0:  # the run's decision
-        what = f"autoregressive decoding: {what} is not assured (EWIF low {low:.3f} <= 1)"
+    ewif_low = None if chosen.interval is None else chosen.interval[0] * chosen.ar_token_s
+    if chosen.choice == "assured" and ewif_low is not None and ewif_low <= 1.0:  # the decision
+        what = f"autoregressive decoding: {what} is not assured (EWIF low {ewif_low:.3f} <= 1)"
     lines = [
         f"numerics: {chosen.label}, predicted {chosen.score:.2f} ± {chosen.score_se:.2f} "
         f"tokens/s ({what}, EWIF {max(rec.ewif, 1.0):.3f}){_assured(chosen)} (chosen by the "

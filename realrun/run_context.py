@@ -52,16 +52,13 @@ def timing_at(model_set: ModelSet, length: float) -> tuple[dict, float] | None:
         at = cc.unit_at(length)
     except ValueError:
         return None
-    shift = cc.priced_length(length) - cc.tokens
     moved = {}
-    for name, slope in zip(model_set.models, cc.slope, strict=True):
+    for name in model_set.models:
         grid = (model_set.metadata.get("timing") or {}).get(name) or {}
-        if "m" not in grid:
-            moved[name] = grid
-            continue
-        per_m = np.interp(grid["m"], np.arange(1, slope.size + 1), slope)
-        seconds = np.asarray(grid["seconds"]) + shift * per_m * unit
-        moved[name] = {**grid, "seconds": seconds.tolist()}
+        if "m" in grid:
+            seconds = [pass_seconds_at(model_set, name, m, length) for m in grid["m"]]
+            grid = {**grid, "seconds": seconds}
+        moved[name] = grid
     return moved, unit * at
 
 
